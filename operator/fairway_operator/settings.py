@@ -1,0 +1,24 @@
+"""Where kopf keeps its own state, decided once for the operator and its tests.
+
+kopf's default progress storage also writes `status.kopf`, which the API server prunes because the
+CRD's status schema does not declare it, so kopf's bookkeeping would vanish silently. Everything
+kopf keeps therefore lives in annotations under our own prefix, and the status holds only the
+fields `fairway.status` declares.
+"""
+
+from __future__ import annotations
+
+import kopf
+
+ANNOTATION_PREFIX = "fairway.dev"
+
+
+def configure_persistence(settings: kopf.OperatorSettings) -> None:
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=ANNOTATION_PREFIX)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix=ANNOTATION_PREFIX,
+        key="last-handled-configuration",
+        ignored_fields=["status"],
+    )
+    # No handler of ours needs a finalizer (deletion must never hang); name it ours all the same.
+    settings.persistence.finalizer = f"{ANNOTATION_PREFIX}/finalizer"

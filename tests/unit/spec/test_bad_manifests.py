@@ -1,0 +1,166 @@
+"""Every bad manifest is refused by the API server's path (CRD schema + CEL) and by Python, with the same meaning."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from fairway.manifests import validate_document
+from fairway.spec_rules import RULES
+from support.admission import admit
+
+RULE_TEXT = {rule.key: rule for rule in RULES}
+
+
+def base() -> dict[str, Any]:
+    return {
+        "apiVersion": "fairway.dev/v1alpha1",
+        "kind": "QueueSupervisor",
+        "metadata": {"name": "shop"},
+        "spec": {"redis": {"url": "redis://redis:6379/0"}, "queues": ["high", "default", "low"]},
+    }
+
+
+def with_spec(**changes: Any) -> dict[str, Any]:
+    doc = base()
+    for key, value in changes.items():
+        if value is None:
+            doc["spec"].pop(key, None)
+        else:
+            doc["spec"][key] = value
+    return doc
+
+
+# (id, manifest, the field both sides must name, the rule whose words both must print or None)
+BAD: list[tuple[str, dict[str, Any], str, str | None]] = [
+    (
+        "weights-with-simple",
+        with_spec(balance="simple", queueWeights={"high": 3}),
+        "spec.queueWeights",
+        "weights-need-balance-none",
+    ),
+    (
+        "weights-with-auto",
+        with_spec(balance="auto", queueWeights={"high": 3}),
+        "spec.queueWeights",
+        "weights-need-balance-none",
+    ),
+    (
+        "tenant-weight-with-auto",
+        with_spec(balance="auto", tenants={"weight": 2}),
+        "spec.tenants.weight",
+        "tenant-weight-needs-balance-none",
+    ),
+    ("no-queues-no-tenants", with_spec(queues=None), "spec.queues", "needs-work"),
+    ("duplicate-queue", with_spec(queues=["high", "low", "high"]), "spec.queues", "queues-unique"),
+    (
+        "weight-for-unknown-queue",
+        with_spec(queueWeights={"urgent": 2}),
+        "spec.queueWeights",
+        "weights-name-known-queues",
+    ),
+    ("paused-unknown-queue", with_spec(pausedQueues=["urgent"]), "spec.pausedQueues", "paused-name-known-queues"),
+    ("min-above-max", with_spec(minProcesses=5, maxProcesses=3), "spec.minProcesses", "min-not-above-max"),
+    ("min-above-default-max", with_spec(minProcesses=11), "spec.minProcesses", "min-not-above-max"),
+    ("max-below-pools", with_spec(balance="simple", maxProcesses=2), "spec.maxProcesses", "max-covers-pools"),
+    (
+        "max-below-pools-with-tenants",
+        with_spec(balance="auto", maxProcesses=3, tenants={}),
+        "spec.maxProcesses",
+        "max-covers-pools",
+    ),
+    (
+        "queue-looks-like-tenant",
+        with_spec(queues=["tenant-7"], tenants={}),
+        "spec.tenants.queuePrefix",
+        "tenant-prefix-distinct",
+    ),
+    (
+        "retry-after-not-above-timeout",
+        with_spec(timeout=60, retryAfter=60),
+        "spec.retryAfter",
+        "retry-after-above-timeout",
+    ),
+    (
+        "redis-url-and-secret",
+        with_spec(redis={"url": "redis://r:6379", "secretRef": {"name": "s", "key": "u"}}),
+        "spec.redis",
+        "redis-one-source",
+    ),
+    ("redis-neither", with_spec(redis={"cluster": True}), "spec.redis", "redis-one-source"),
+    (
+        "redis-password-inline",
+        with_spec(redis={"url": "redis://:hunter2@r:6379/0"}),
+        "spec.redis.url",
+        "redis-url-no-credentials",
+    ),
+    ("queue-name-with-brace", with_spec(queues=["a{b}"]), "spec.queues", None),
+    ("queue-name-too-long", with_spec(queues=["q" * 64]), "spec.queues", None),
+    ("too-many-queues", with_spec(queues=[f"q{i}" for i in range(65)]), "spec.queues", None),
+    ("block-for-above-60", with_spec(blockFor=61), "spec.blockFor", None),
+    ("balance-yaml-false", with_spec(balance=False), "spec.balance", None),
+    ("balance-unknown-word", with_spec(balance="round-robin"), "spec.balance", None),
+    ("typo-field", with_spec(queueWeight={"high": 3}), "spec.queueWeight", None),
+    ("zero-tries", with_spec(tries=0), "spec.tries", None),
+    (
+        "sample-rate-zero",
+        with_spec(tenants={"quarantine": {"sampleRate": 0}}),
+        "spec.tenants.quarantine.sampleRate",
+        None,
+    ),
+    ("strategy-unknown", with_spec(autoScalingStrategy="fast"), "spec.autoScalingStrategy", None),
+    ("handler-module-not-a-module", with_spec(worker={"handlers": ["os;rm -rf"]}), "spec.worker.handlers", None),
+    ("redis-url-http", with_spec(redis={"url": "http://r:6379"}), "spec.redis.url", None),
+    ("missing-redis", with_spec(redis=None), "spec.redis", None),
+    ("negative-backoff", with_spec(backoff=[1, -5]), "spec.backoff", None),
+]
+
+
+def _crd_path(path: str) -> str:
+    """`.spec.queues[2]` -> `spec.queues` (what the user reads either way)."""
+    return path.lstrip(".").split("[")[0]
+
+
+@pytest.mark.parametrize(("manifest", "field", "rule_key"), [b[1:] for b in BAD], ids=[b[0] for b in BAD])
+def test_bad_manifest_is_refused_by_crd_and_python_alike(
+    manifest: dict[str, Any], field: str, rule_key: str | None
+) -> None:
+    report = validate_document(copy.deepcopy(manifest))
+    rejections = admit(manifest)
+
+    assert not report.valid, "Python accepted a manifest the rules forbid"
+    assert rejections, "the CRD would admit a manifest the rules forbid"
+    assert any(p.field.split(".")[: field.count(".") + 1] == field.split(".") for p in report.errors), (
+        f"Python did not name {field}: {report.errors}"
+    )
+    assert any(_crd_path(r.path).startswith(field) for r in rejections), f"the CRD did not name {field}: {rejections}"
+    if rule_key is not None:
+        rule = RULE_TEXT[rule_key]
+        assert rule.text() in [r.message for r in rejections if r.source == "cel"]
+        assert rule.text("shop") in [p.message for p in report.errors]
+
+
+def test_weights_message_follows_the_seed_wording() -> None:
+    report = validate_document(with_spec(balance="simple", queueWeights={"high": 3}))
+    assert [str(p) for p in report.errors] == [
+        "spec.queueWeights: The [shop.queueWeights] option only applies when [balance] is none; "
+        "each queue gets its own pool when balancing."
+    ]
+
+
+def test_every_rule_has_a_bad_manifest() -> None:
+    covered = {b[3] for b in BAD}
+    assert covered >= {rule.key for rule in RULES}
+
+
+def test_zero_and_negative_weights_are_warnings_not_errors() -> None:
+    report = validate_document(with_spec(queueWeights={"high": 0, "low": -2, "default": 1}))
+    assert report.valid
+    assert report.spec is not None
+    assert report.spec.effective_weights() == {"high": 1, "default": 1, "low": 1}
+    assert len(report.warnings) == 3
+    assert any("spec.queueWeights.high: weight 0 is ignored" in w for w in report.warnings)
+    assert any("spec.queueWeights.default: weight 1 is the default" in w for w in report.warnings)
+    assert admit(with_spec(queueWeights={"high": 0, "low": -2})) == []
