@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from fairway.manifests import ManifestError, load_documents, validate_document
 
@@ -57,6 +58,181 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _split_queues(text: str) -> list[str]:
+    return [q.strip() for q in text.split(",") if q.strip()]
+
+
+def _parse_weights(items: list[str]) -> dict[str, int]:
+    weights = {}
+    for item in items:
+        queue, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--weight {item!r}: write QUEUE=N, e.g. --weight high=3")
+        try:
+            weights[queue.strip()] = int(value)
+        except ValueError:
+            raise ValueError(f"--weight {item!r}: the weight must be a whole number") from None
+    return weights
+
+
+def _worker_settings(args: argparse.Namespace) -> Any:
+    from pydantic import ValidationError
+
+    from fairway.settings import WorkerSettings, load_config
+
+    data: dict[str, Any] = load_config(args.config) if args.config else {}
+    flags = {
+        "redis_url": args.redis,
+        "queues": _split_queues(args.queues) if args.queues else None,
+        "weights": _parse_weights(args.weight) if args.weight else None,
+        "block_for_s": args.block_for,
+        "cluster": True if args.cluster else None,
+        "handlers": args.handlers or None,
+        "tries": args.tries,
+        "timeout_s": args.timeout,
+        "max_jobs": args.max_jobs,
+        "max_time_s": args.max_time,
+        "memory_mib": args.memory,
+        "burst": True if args.burst else None,
+        "log_format": args.log_format,
+    }
+    data.update({k: v for k, v in flags.items() if v is not None})
+    try:
+        return WorkerSettings.model_validate(data)
+    except ValidationError as exc:
+        lines = [f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors()]
+        raise ManifestError("invalid worker settings:\n  " + "\n  ".join(lines)) from None
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    import logging
+
+    import fairway.builtins  # noqa: F401  (registers noop, sleep, fail)
+    from fairway.handlers import load_modules, registry
+    from fairway.loop import Worker
+    from fairway.store import Store, connect
+
+    try:
+        settings = _worker_settings(args)
+    except (ManifestError, ValueError, OSError) as exc:
+        print(f"fairway worker: {exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    load_modules(settings.handlers)
+    client = connect(settings.redis_url, settings.cluster, socket_timeout_s=settings.block_for_s + 10)
+    return Worker(settings, Store(client, settings.prefix), registry).run()
+
+
+def cmd_enqueue(args: argparse.Namespace) -> int:
+    import json
+
+    from fairway.client import Client
+    from fairway.job import JobError
+
+    try:
+        payload = json.loads(args.args) if args.args else []
+    except json.JSONDecodeError as exc:
+        print(f"fairway enqueue: --args is not JSON: {exc}", file=sys.stderr)
+        return 2
+    call_args, call_kwargs = (payload, {}) if isinstance(payload, list) else ([], payload)
+    if not isinstance(call_kwargs, dict):
+        print("fairway enqueue: --args must be a JSON array (args) or object (kwargs)", file=sys.stderr)
+        return 2
+    client = Client(args.redis, cluster=True if args.cluster else None)
+    try:
+        if args.count == 1 and not call_kwargs:
+            ids = [client.enqueue(args.handler, *call_args, queue=args.queue, tenant=args.tenant, delay=args.delay)]
+        elif args.delay or call_kwargs:
+            ids = [
+                client.enqueue(
+                    args.handler, *call_args, queue=args.queue, tenant=args.tenant, delay=args.delay, **call_kwargs
+                )
+                for _ in range(args.count)
+            ]
+        else:
+            ids = client.enqueue_many(args.handler, [call_args] * args.count, queue=args.queue, tenant=args.tenant)
+    except JobError as exc:
+        print(f"fairway enqueue: {exc}", file=sys.stderr)
+        return 1
+    print(ids[0] if len(ids) == 1 else f"enqueued {len(ids)} jobs")
+    return 0
+
+
+def _store(args: argparse.Namespace) -> Any:
+    from fairway.store import Store, connect
+
+    return Store(connect(args.redis, True if args.cluster else None))
+
+
+def cmd_queues(args: argparse.Namespace) -> int:
+    import json
+
+    store = _store(args)
+    queues = _split_queues(args.queues) if args.queues else store.known_queues()
+    rows = store.stats(queues)
+    if args.json:
+        print(json.dumps([row.__dict__ for row in rows], indent=2))
+        return 0
+    print(f"{'QUEUE':<24} {'READY':>8} {'RESERVED':>9} {'DELAYED':>8} {'FAILED':>7} {'PAUSED':>7} {'OLDEST':>9}")
+    for r in rows:
+        oldest = f"{r.oldest_age_s:.1f}s" if r.oldest_age_s is not None else "-"
+        print(
+            f"{r.queue:<24} {r.ready:>8} {r.reserved:>9} {r.delayed:>8} {r.failed:>7} "
+            f"{'yes' if r.paused else 'no':>7} {oldest:>9}"
+        )
+    return 0
+
+
+def cmd_pause(args: argparse.Namespace) -> int:
+    store = _store(args)
+    for queue in args.queue:
+        store.pause(queue) if args.verb == "pause" else store.resume(queue)
+        print(f"{queue}: {'paused' if args.verb == 'pause' else 'serving'}")
+    return 0
+
+
+def cmd_failed(args: argparse.Namespace) -> int:
+    import json
+
+    store = _store(args)
+    if args.action == "list":
+        records = store.failed_records(args.queue, args.limit)
+        if args.json:
+            print(json.dumps(records, indent=2))
+        for record in [] if args.json else records:
+            print(f"{record['id']}  attempts={record['attempts']}  {record['message']}")
+        return 0
+    if not args.ids:
+        print(f"fairway failed {args.action}: name at least one job id", file=sys.stderr)
+        return 2
+    missing = 0
+    for job_id in args.ids:
+        done = (
+            store.retry_failed(args.queue, job_id)
+            if args.action == "retry"
+            else store.forget_failed(args.queue, job_id)
+        )
+        print(f"{job_id}: {'done' if done else 'no such failed job'}")
+        missing += not done
+    return 1 if missing else 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from fairway.demo import run_demo
+    from fairway.embedded import EmbeddedRedisError
+
+    try:
+        return run_demo(args.jobs)
+    except EmbeddedRedisError as exc:
+        print(f"fairway demo: {exc}", file=sys.stderr)
+        return 2
+
+
+def _redis_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--redis", default="redis://127.0.0.1:6379/0", help="Redis URL")
+    parser.add_argument("--cluster", action="store_true", help="the Redis is a Redis Cluster")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fairway", description="Fair Redis job queues on Kubernetes.")
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
@@ -67,6 +243,58 @@ def build_parser() -> argparse.ArgumentParser:
     validate = verbs.add_parser("validate", help="validate QueueSupervisor manifests")
     validate.add_argument("-f", "--file", required=True, help="YAML file with one or more documents, or -")
     validate.set_defaults(run=cmd_validate)
+
+    worker = verbs.add_parser("worker", help="run a worker process")
+    worker.add_argument("--redis", default=None, help="Redis URL (default from --config)")
+    worker.add_argument("--config", help="YAML/JSON file of worker settings (the operator renders one)")
+    worker.add_argument("--queues", help="served queues in priority order, comma-separated")
+    worker.add_argument("--weight", action="append", metavar="QUEUE=N", help="a queue's weight (repeatable)")
+    worker.add_argument("--block-for", type=float, dest="block_for", help="seconds an idle worker blocks")
+    worker.add_argument("--cluster", action="store_true", help="the Redis is a Redis Cluster")
+    worker.add_argument("--handlers", action="append", metavar="MODULE", help="module registering handlers")
+    worker.add_argument("--tries", type=int)
+    worker.add_argument("--timeout", type=float, help="seconds a job may run")
+    worker.add_argument("--max-jobs", type=int, dest="max_jobs")
+    worker.add_argument("--max-time", type=float, dest="max_time", help="seconds before recycling")
+    worker.add_argument("--memory", type=int, help="MiB of RSS before recycling")
+    worker.add_argument("--burst", action="store_true", help="exit once every served queue is empty")
+    worker.add_argument("--log-format", choices=["text", "json", "none"], dest="log_format")
+    worker.set_defaults(run=cmd_worker)
+
+    enqueue = verbs.add_parser("enqueue", help="enqueue jobs")
+    _redis_args(enqueue)
+    enqueue.add_argument("--queue", default=None)
+    enqueue.add_argument("--tenant", default=None)
+    enqueue.add_argument("--count", type=int, default=1)
+    enqueue.add_argument("--delay", type=float, default=None, help="seconds before the job is ready")
+    enqueue.add_argument("--args", default=None, help="JSON array of args or object of kwargs")
+    enqueue.add_argument("handler")
+    enqueue.set_defaults(run=cmd_enqueue)
+
+    queues = verbs.add_parser("queues", help="per-queue figures")
+    _redis_args(queues)
+    queues.add_argument("--queues", default=None, help="only these queues (comma-separated)")
+    queues.add_argument("--json", action="store_true")
+    queues.set_defaults(run=cmd_queues)
+
+    for verb, text in (("pause", "pause queues"), ("continue", "serve paused queues again")):
+        sub = verbs.add_parser(verb, help=text)
+        _redis_args(sub)
+        sub.add_argument("queue", nargs="+")
+        sub.set_defaults(run=cmd_pause)
+
+    failed = verbs.add_parser("failed", help="list, retry or forget failed jobs")
+    _redis_args(failed)
+    failed.add_argument("action", choices=["list", "retry", "forget"])
+    failed.add_argument("ids", nargs="*", help="job ids (retry, forget)")
+    failed.add_argument("--queue", required=True)
+    failed.add_argument("--limit", type=int, default=50)
+    failed.add_argument("--json", action="store_true")
+    failed.set_defaults(run=cmd_failed)
+
+    demo = verbs.add_parser("demo", help="see Fairway's fairness on a private Redis it starts itself")
+    demo.add_argument("--jobs", type=int, default=3000)
+    demo.set_defaults(run=cmd_demo)
     return parser
 
 

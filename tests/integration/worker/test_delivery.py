@@ -1,0 +1,115 @@
+"""Never lose a job: SIGKILL mid-job, random kills over 2,000 jobs, SIGTERM drains, recycling exits 0."""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import time
+
+from fairway.client import Client
+from fairway.store import Store, connect
+from support.workers import done_keys, job_lines, start_worker, started_keys, wait_until
+
+
+def test_a_job_killed_mid_run_runs_again_on_another_worker(redis_url: str, tmp_path) -> None:
+    config = tmp_path / "worker.yaml"
+    config.write_text("retry_after_s: 2\nmaintenance_interval_s: 0.2\n")
+    Client(redis_url).enqueue("record", "the-job", 3.0, queue="default")
+    first = start_worker(redis_url, "--queues", "default", "--config", str(config), "--timeout", "1.5", "--tries", "3")
+    assert wait_until(lambda: started_keys(redis_url) == ["the-job"], 15)
+    first.send_signal(signal.SIGKILL)
+    first.communicate(timeout=10)
+    assert done_keys(redis_url) == []
+    store = Store(connect(redis_url))
+    assert store.stats(["default"])[0].reserved == 1, "the job is left reserved, not lost"
+
+    second = start_worker(redis_url, "--queues", "default", "--config", str(config), "--timeout", "1.5", "--tries", "3")
+    try:
+        assert wait_until(lambda: started_keys(redis_url) == ["the-job", "the-job"], 15)
+    finally:
+        second.terminate()
+        out, _ = second.communicate(timeout=15)
+    lines = job_lines(out)
+    assert lines and lines[0]["attempt"] == 2
+
+
+def test_2000_jobs_with_random_kills_are_all_done_at_least_once(redis_url: str, tmp_path) -> None:
+    config = tmp_path / "worker.yaml"
+    config.write_text("retry_after_s: 1.5\ntimeout_s: 1\ntries: 100\nmaintenance_interval_s: 0.2\n")
+    keys = [f"job-{i}" for i in range(2000)]
+    Client(redis_url).enqueue_many("record", [[key, 0.005] for key in keys], queue="bulk")
+    rng = random.Random(42)
+    workers: list[subprocess.Popen[str]] = []
+    kills = 0
+    deadline = time.monotonic() + 120
+    try:
+        while set(done_keys(redis_url)) != set(keys):
+            assert time.monotonic() < deadline, f"only {len(set(done_keys(redis_url)))} of 2000 done"
+            workers = [w for w in workers if w.poll() is None]
+            while len(workers) < 2:
+                workers.append(
+                    start_worker(redis_url, "--queues", "bulk", "--config", str(config), "--log-format", "none")
+                )
+            time.sleep(rng.uniform(0.3, 1.0))
+            if kills < 8:
+                victim = rng.choice(workers)
+                victim.send_signal(signal.SIGKILL)
+                victim.communicate(timeout=10)
+                kills += 1
+    finally:
+        for worker in workers:
+            worker.kill()
+            worker.communicate(timeout=10)
+    assert kills >= 4
+    assert set(done_keys(redis_url)) == set(keys)
+    assert len(started_keys(redis_url)) > len(keys), "kills landed mid-job and those jobs ran again"
+
+
+def test_sigterm_mid_job_finishes_the_job_and_exits_0(redis_url: str) -> None:
+    Client(redis_url).enqueue("record", "long", 1.0, queue="default")
+    Client(redis_url).enqueue("record", "next", 0.0, queue="default")
+    worker = start_worker(redis_url, "--queues", "default")
+    assert wait_until(lambda: started_keys(redis_url) == ["long"], 15)
+    worker.send_signal(signal.SIGTERM)
+    out, err = worker.communicate(timeout=10)
+    assert worker.returncode == 0, err
+    assert done_keys(redis_url) == ["long"], "the running job completes; no new job is taken"
+    stats = Store(connect(redis_url)).stats(["default"])[0]
+    assert (stats.ready, stats.reserved) == (1, 0), "the finished job was acknowledged on the way out"
+    assert [line["outcome"] for line in job_lines(out)] == ["ok"]
+
+
+def test_sigterm_while_idle_exits_at_once(redis_url: str) -> None:
+    worker = start_worker(redis_url, "--queues", "default", "--block-for", "30")
+    time.sleep(1.5)
+    started = time.monotonic()
+    worker.send_signal(signal.SIGTERM)
+    worker.communicate(timeout=10)
+    assert worker.returncode == 0
+    assert time.monotonic() - started < 2
+
+
+def test_max_jobs_recycles_the_worker_cleanly(redis_url: str) -> None:
+    Client(redis_url).enqueue_many("noop", [[]] * 10, queue="default")
+    worker = start_worker(redis_url, "--queues", "default", "--max-jobs", "4")
+    out, err = worker.communicate(timeout=20)
+    assert worker.returncode == 0
+    assert len(job_lines(out)) == 4
+    assert "max jobs (4)" in err
+    stats = Store(connect(redis_url)).stats(["default"])[0]
+    assert (stats.ready, stats.reserved) == (6, 0)
+
+
+def test_max_time_recycles_the_worker(redis_url: str) -> None:
+    worker = start_worker(redis_url, "--queues", "default", "--max-time", "1", "--block-for", "5")
+    worker.communicate(timeout=20)
+    assert worker.returncode == 0
+
+
+def test_burst_exits_0_when_the_queues_are_empty(redis_url: str) -> None:
+    Client(redis_url).enqueue_many("noop", [[]] * 5, queue="a")
+    worker = start_worker(redis_url, "--queues", "a,b", "--burst")
+    out, _ = worker.communicate(timeout=20)
+    assert worker.returncode == 0
+    assert len(job_lines(out)) == 5

@@ -1,0 +1,47 @@
+"""Handlers the integration tests load into real worker processes (--handlers support.jobs)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+
+import redis
+
+from fairway import job
+
+_client: redis.Redis | None = None
+
+
+def _redis() -> redis.Redis:
+    global _client
+    if _client is None:
+        _client = redis.Redis.from_url(os.environ["FAIRWAY_TEST_REDIS"])
+    return _client
+
+
+@job(name="record")
+def record(key: str, seconds: float = 0.0) -> None:
+    """Note that the job started, optionally work for a while, then note that it finished."""
+    _redis().rpush("test:started", key)
+    if seconds:
+        time.sleep(seconds)
+    _redis().rpush("test:done", key)
+
+
+@job(name="stubborn")
+def stubborn(seconds: float) -> None:
+    """Ignores the timeout interrupt, like C code that never returns to the interpreter."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with contextlib.suppress(BaseException):
+            time.sleep(0.05)
+
+
+@job(name="flaky")
+def flaky(key: str, failures: int) -> None:
+    """Fails the first `failures` attempts of `key`, then succeeds."""
+    count = _redis().incr(f"test:flaky:{key}")
+    if count <= failures:
+        raise RuntimeError(f"attempt {count} fails on purpose")
+    _redis().rpush("test:done", key)

@@ -1,0 +1,79 @@
+"""Running real `fairway worker` processes (and in-process workers for statistics) in tests."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from fairway.handlers import registry
+from fairway.loop import Worker
+from fairway.settings import WorkerSettings
+from fairway.store import Store, connect
+
+TESTS = Path(__file__).resolve().parents[1]
+
+
+def worker_env(redis_url: str) -> dict[str, str]:
+    path = os.pathsep.join(p for p in (str(TESTS), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path, "FAIRWAY_TEST_REDIS": redis_url, "PYTHONUNBUFFERED": "1"}
+
+
+def start_worker(redis_url: str, *args: str, test_redis: str | None = None) -> subprocess.Popen[str]:
+    """A real worker process with the test handlers loaded and JSON job lines on stdout."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "fairway.cli",
+        "worker",
+        "--redis",
+        redis_url,
+        "--handlers",
+        "support.jobs",
+        "--log-format",
+        "json",
+        *args,
+    ]
+    return subprocess.Popen(
+        cmd, env=worker_env(test_redis or redis_url), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def job_lines(stdout: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
+def run_in_process(redis_url: str, seed: int = 1, **fields: Any) -> list[dict[str, Any]]:
+    """Run a worker in this process until it stops (burst or max_jobs); its JSON job lines."""
+    import fairway.builtins  # noqa: F401
+
+    settings = WorkerSettings.model_validate({"redis_url": redis_url, "log_format": "json", **fields})
+    out = io.StringIO()
+    store = Store(connect(redis_url, settings.cluster), settings.prefix)
+    Worker(settings, store, registry, rng=random.Random(seed), out=out).run()
+    return job_lines(out.getvalue())
+
+
+def wait_until(predicate: Any, timeout: float = 10.0, interval: float = 0.02) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(interval)
+
+
+def done_keys(redis_url: str) -> list[str]:
+    return [k.decode() for k in redis.Redis.from_url(redis_url).lrange("test:done", 0, -1)]
+
+
+def started_keys(redis_url: str) -> list[str]:
+    return [k.decode() for k in redis.Redis.from_url(redis_url).lrange("test:started", 0, -1)]

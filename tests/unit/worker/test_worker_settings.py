@@ -1,0 +1,40 @@
+"""Worker settings are checked once, at the edge, with the field named."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from fairway.settings import WorkerSettings
+
+
+def settings(**kw: object) -> WorkerSettings:
+    return WorkerSettings.model_validate({"redis_url": "redis://r", "queues": ["a", "b"], **kw})
+
+
+def test_defaults() -> None:
+    s = settings()
+    assert s.retry_after_ms == 90_000
+    assert s.backoff_for(1) == 0
+
+
+def test_backoff_repeats_its_last_value() -> None:
+    s = settings(backoff_s=[1, 5, 30])
+    assert [s.backoff_for(n) for n in (1, 2, 3, 4, 9)] == [1, 5, 30, 30, 30]
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"queues": []}, "serve at least one queue"),
+        ({"queues": ["a", "a"]}, "listed twice"),
+        ({"queues": ["a{b}"]}, "invalid queue name"),
+        ({"weights": {"c": 2}}, "not served queues"),
+        ({"timeout_s": 60, "retry_after_s": 30}, "retry_after_s must be greater"),
+        ({"block_for_s": 61}, "less than or equal to 60"),
+        ({"unknown": 1}, "Extra inputs"),
+    ],
+)
+def test_bad_settings_name_the_problem(changes: dict[str, object], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        settings(**changes)

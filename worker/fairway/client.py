@@ -1,0 +1,86 @@
+"""The producer API: `fairway.Client(redis_url).enqueue("handler", *args, queue=...)`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from fairway.job import MAX_PAYLOAD_BYTES, JobError, check_tenant_id, new_job
+from fairway.keys import DEFAULT_PREFIX
+from fairway.spec import QUEUE_NAME_PATTERN
+from fairway.store import RedisClient, Store, connect
+
+_QUEUE = re.compile(QUEUE_NAME_PATTERN)
+
+
+def check_queue(queue: str) -> str:
+    if not isinstance(queue, str) or not _QUEUE.match(queue):
+        raise JobError(
+            f"queue {queue!r} is invalid: start with a letter or digit, then letters, digits, _ . : - "
+            "(at most 63 characters)"
+        )
+    return queue
+
+
+class Client:
+    def __init__(
+        self,
+        redis_url: str | None = None,
+        *,
+        client: RedisClient | None = None,
+        cluster: bool | None = None,
+        prefix: str = DEFAULT_PREFIX,
+        tenant_prefix: str = "tenant-",
+        max_payload_bytes: int = MAX_PAYLOAD_BYTES,
+    ) -> None:
+        if client is None:
+            if redis_url is None:
+                raise ValueError("Client needs a redis_url or a client")
+            client = connect(redis_url, cluster)
+        self.store = Store(client, prefix)
+        self.tenant_prefix = tenant_prefix
+        self.max_payload_bytes = max_payload_bytes
+
+    def _queue_for(self, queue: str | None, tenant: str | None) -> str:
+        if tenant is not None:
+            return check_queue(f"{self.tenant_prefix}{check_tenant_id(tenant)}")
+        return check_queue(queue or "default")
+
+    def enqueue(
+        self,
+        handler: str,
+        *args: Any,
+        queue: str | None = None,
+        tenant: str | None = None,
+        delay: float | None = None,
+        max_tries: int | None = None,
+        timeout: float | None = None,
+        **kwargs: Any,
+    ) -> str:
+        """Enqueue one job; returns its id. `delay` is in seconds."""
+        target = self._queue_for(queue, tenant)
+        job = new_job(
+            handler, target, list(args), kwargs, tenant=tenant, delay_s=delay, max_tries=max_tries, timeout=timeout
+        )
+        self.store.enqueue(target, job.encode(self.max_payload_bytes), int((delay or 0) * 1000))
+        return job.id
+
+    def enqueue_many(
+        self,
+        handler: str,
+        calls: Iterable[Sequence[Any]],
+        *,
+        queue: str | None = None,
+        tenant: str | None = None,
+    ) -> list[str]:
+        """Enqueue one job per argument tuple in `calls`, pipelined; returns the ids in order."""
+        target = self._queue_for(queue, tenant)
+        jobs = [new_job(handler, target, list(call), {}, tenant=tenant) for call in calls]
+        payloads = [job.encode(self.max_payload_bytes) for job in jobs]
+        if payloads:
+            self.store.enqueue_many(target, payloads)
+        return [job.id for job in jobs]
+
+    def close(self) -> None:
+        self.store.client.close()

@@ -1,0 +1,324 @@
+"""All Redis I/O of the worker and the producer: connections, the Lua scripts, and the reads for the CLI.
+
+Two paths, chosen once at connect time:
+- standalone: `reserve.lua` acknowledges the finished job and reserves the next in one round trip,
+  drawing only among served queues that hold work (the `active` set), and an idle worker blocks
+  with one BLMPOP over every served queue's notify list;
+- Redis Cluster: every script touches one queue's keys only (one hash slot), queues are tried in
+  the poll's weighted order, and an idle worker polls every 100 ms, because a blocking read across
+  slots is illegal (CROSSSLOT).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import redis
+from redis.cluster import RedisCluster
+
+from fairway.keys import DEFAULT_PREFIX, GlobalKeys, QueueKeys
+
+RedisClient = redis.Redis | RedisCluster
+CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
+    redis.ConnectionError,
+    redis.TimeoutError,
+    redis.exceptions.BusyLoadingError,
+    redis.exceptions.ClusterDownError,
+    redis.exceptions.TryAgainError,
+    ConnectionResetError,
+)
+MAINTAIN_BATCH = 200
+FAILED_KEPT = 100_000
+CLUSTER_POLL_S = 0.1
+
+
+def _script(name: str) -> str:
+    return resources.files("fairway").joinpath(f"scripts/{name}.lua").read_text()
+
+
+def connect(url: str, cluster: bool | None = None, *, socket_timeout_s: float = 10.0) -> RedisClient:
+    """A client for `url`; Redis Cluster when `cluster` is true, or when None and the server says so."""
+    options: dict[str, Any] = {
+        "socket_timeout": socket_timeout_s,
+        "socket_connect_timeout": 5.0,
+        "socket_keepalive": True,
+    }
+    if cluster is None:
+        probe = redis.Redis.from_url(url, **options)
+        try:
+            cluster = bool(probe.info("cluster").get("cluster_enabled"))
+        finally:
+            probe.close()
+    if cluster:
+        return RedisCluster.from_url(url, **options)
+    return redis.Redis.from_url(url, **options)
+
+
+@dataclass(frozen=True)
+class Reservation:
+    queue: str
+    payload: bytes
+    attempts: int  # attempts started, this one included
+
+
+@dataclass(frozen=True)
+class QueueStats:
+    queue: str
+    ready: int
+    reserved: int
+    delayed: int
+    failed: int
+    paused: bool
+    oldest_age_s: float | None
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Store:
+    """One Redis connection's worth of Fairway operations."""
+
+    def __init__(self, client: RedisClient, prefix: str = DEFAULT_PREFIX) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.cluster = isinstance(client, RedisCluster)
+        self.globals = GlobalKeys(prefix)
+        self._scripts = {
+            name: client.register_script(_script(name))
+            for name in ("enqueue", "reserve", "reserve_one", "ack", "release", "fail", "maintain")
+        }
+
+    def keys(self, queue: str) -> QueueKeys:
+        return QueueKeys(self.prefix, queue)
+
+    def _active(self) -> list[str]:
+        """The active-set key as an optional trailing KEYS entry: standalone only."""
+        return [] if self.cluster else [self.globals.active]
+
+    # -- producing -------------------------------------------------------------------------------
+
+    def enqueue(self, queue: str, payload: bytes, delay_ms: int = 0) -> None:
+        k = self.keys(queue)
+        self._scripts["enqueue"](keys=[k.ready, k.notify, k.delayed, *self._active()], args=[payload, delay_ms, queue])
+        self._remember([queue])
+
+    def enqueue_many(self, queue: str, payloads: Sequence[bytes], chunk: int = 1000) -> None:
+        """Bulk enqueue: one pipelined transaction per chunk, all-or-nothing per chunk."""
+        k = self.keys(queue)
+        for start in range(0, len(payloads), chunk):
+            part = payloads[start : start + chunk]
+            with self.client.pipeline(transaction=not self.cluster) as pipe:
+                pipe.rpush(k.ready, *part)
+                pipe.rpush(k.notify, *([b"1"] * len(part)))
+                if not self.cluster:
+                    pipe.sadd(self.globals.active, queue)
+                pipe.execute()
+        self._remember([queue])
+
+    def _remember(self, queues: Iterable[str]) -> None:
+        self.client.sadd(self.globals.queues, *queues)
+
+    # -- serving ---------------------------------------------------------------------------------
+
+    def register_served(self, queues: Sequence[str], strict: bool, weights: Sequence[int]) -> tuple[str, str]:
+        """Publish a worker's served set and weights for reserve.lua (idempotent, refreshed on sweeps)."""
+        served_set, served_weights = self.globals.served(tuple(queues), (int(strict), *weights))
+        self._remember(queues)
+        if not self.cluster:
+            with self.client.pipeline(transaction=True) as pipe:
+                pipe.delete(served_set, served_weights)
+                pipe.sadd(served_set, *queues)
+                pipe.hset(served_weights, mapping=dict(zip(queues, weights, strict=True)))
+                pipe.expire(served_set, 86_400)
+                pipe.expire(served_weights, 86_400)
+                pipe.execute()
+        return served_set, served_weights
+
+    def reserve_weighted(
+        self,
+        served: tuple[str, str],
+        strict: bool,
+        u: float,
+        retry_after_ms: int,
+        ack: Reservation | None,
+    ) -> Reservation | None:
+        """Standalone: ack `ack` (if any) and reserve the next job, in one round trip."""
+        result = self._scripts["reserve"](
+            keys=[self.globals.active, *served],
+            args=[
+                self.prefix,
+                retry_after_ms,
+                repr(u),
+                "1" if strict else "0",
+                ack.queue if ack else "",
+                ack.payload if ack else b"",
+            ],
+        )
+        if not result:
+            return None
+        queue, payload, attempts = result
+        return Reservation(queue.decode(), payload, int(attempts))
+
+    def reserve_in_order(self, order: Sequence[str], retry_after_ms: int) -> Reservation | None:
+        """Cluster: try each queue in this poll's order, one single-slot script per queue."""
+        for queue in order:
+            k = self.keys(queue)
+            result = self._scripts["reserve_one"](
+                keys=[k.ready, k.reserved, k.notify, k.attempts, k.paused], args=[retry_after_ms]
+            )
+            if result:
+                payload, attempts = result
+                return Reservation(queue, payload, int(attempts))
+        return None
+
+    def ack(self, reservation: Reservation) -> bool:
+        k = self.keys(reservation.queue)
+        return bool(self._scripts["ack"](keys=[k.reserved, k.attempts], args=[reservation.payload]))
+
+    def release(self, reservation: Reservation, delay_ms: int) -> bool:
+        k = self.keys(reservation.queue)
+        return bool(
+            self._scripts["release"](
+                keys=[k.reserved, k.delayed, k.ready, k.notify, *self._active()],
+                args=[reservation.payload, delay_ms, reservation.queue],
+            )
+        )
+
+    def fail(self, reservation: Reservation, job_id: str, record: dict[str, Any]) -> None:
+        k = self.keys(reservation.queue)
+        self._scripts["fail"](
+            keys=[k.reserved, k.attempts, k.failed, k.failed_index],
+            args=[reservation.payload, job_id, json.dumps(record), FAILED_KEPT],
+        )
+
+    def maintain(self, queues: Sequence[str]) -> tuple[int, int, int]:
+        """Move due delayed jobs and expired reservations back to ready; (due, expired, ready) summed.
+
+        Pipelined on a standalone Redis; one call per queue on a cluster, whose pipelines refuse
+        scripts. Either way it runs on a timer and when going idle, never per job.
+        """
+        if not queues:
+            return (0, 0, 0)
+        calls: list[tuple[list[str], list[str | int]]] = [
+            ([k.ready, k.reserved, k.delayed, k.notify, *self._active()], [MAINTAIN_BATCH, queue])
+            for queue in queues
+            for k in [self.keys(queue)]
+        ]
+        script = self._scripts["maintain"]
+        if self.cluster:
+            results = [script(keys=keys, args=args) for keys, args in calls]
+        else:
+            with self.client.pipeline(transaction=False) as pipe:
+                for keys, args in calls:
+                    script(keys=keys, args=args, client=pipe)
+                results = pipe.execute()
+        due = sum(int(r[0]) for r in results)
+        expired = sum(int(r[1]) for r in results)
+        ready = sum(int(r[2]) for r in results)
+        return due, expired, ready
+
+    def wait_for_work(self, queues: Sequence[str], timeout_s: float) -> bool:
+        """Standalone: one blocking read across every served queue's notify list; True when woken."""
+        if timeout_s <= 0:
+            return False
+        notify = [self.keys(q).notify for q in queues]
+        # BLMPOP takes a float timeout in seconds; the socket timeout was set above it at connect time.
+        result = self.client.blmpop(timeout_s, len(notify), *notify, direction="LEFT", count=1)
+        return bool(result)
+
+    def pending_delayed(self, queues: Sequence[str]) -> int:
+        with self.client.pipeline(transaction=False) as pipe:
+            for queue in queues:
+                pipe.zcard(self.keys(queue).delayed)
+            return sum(int(n) for n in pipe.execute())
+
+    # -- pausing ---------------------------------------------------------------------------------
+
+    def pause(self, queue: str) -> None:
+        self.client.set(self.keys(queue).paused, b"1")
+        self._remember([queue])
+
+    def resume(self, queue: str) -> None:
+        self.client.delete(self.keys(queue).paused)
+
+    def set_paused(self, queues: Sequence[str], paused: Iterable[str]) -> None:
+        """Make exactly `paused` (a subset of `queues`) paused; what the operator pushes from the spec."""
+        wanted = set(paused)
+        with self.client.pipeline(transaction=False) as pipe:
+            for queue in queues:
+                if queue in wanted:
+                    pipe.set(self.keys(queue).paused, b"1")
+                else:
+                    pipe.delete(self.keys(queue).paused)
+            pipe.execute()
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def known_queues(self) -> list[str]:
+        return sorted(q.decode() if isinstance(q, bytes) else str(q) for q in self.client.smembers(self.globals.queues))
+
+    def stats(self, queues: Sequence[str]) -> list[QueueStats]:
+        """Per-queue figures in one pipelined round trip (per node on a cluster)."""
+        with self.client.pipeline(transaction=False) as pipe:
+            for queue in queues:
+                k = self.keys(queue)
+                pipe.llen(k.ready)
+                pipe.zcard(k.reserved)
+                pipe.zcard(k.delayed)
+                pipe.hlen(k.failed)
+                pipe.exists(k.paused)
+                pipe.lindex(k.ready, 0)
+            raw = pipe.execute()
+        now = _now_ms()
+        out = []
+        for index, queue in enumerate(queues):
+            ready, reserved, delayed, failed, paused, head = raw[index * 6 : index * 6 + 6]
+            out.append(
+                QueueStats(queue, int(ready), int(reserved), int(delayed), int(failed), bool(paused), _age_s(head, now))
+            )
+        return out
+
+    def failed_records(self, queue: str, limit: int = 50) -> list[dict[str, Any]]:
+        k = self.keys(queue)
+        ids: list[Any] = list(self.client.zrevrange(k.failed_index, 0, limit - 1))
+        if not ids:
+            return []
+        records = self.client.hmget(k.failed, ids)
+        return [json.loads(r) for r in records if r is not None]
+
+    def retry_failed(self, queue: str, job_id: str) -> bool:
+        """Put a failed job back on its queue with a fresh attempt count; False when there is no such job."""
+        k = self.keys(queue)
+        raw = self.client.hget(k.failed, job_id)
+        if raw is None:
+            return False
+        record = json.loads(raw)
+        self.enqueue(queue, record["payload"].encode())
+        self.forget_failed(queue, job_id)
+        return True
+
+    def forget_failed(self, queue: str, job_id: str) -> bool:
+        k = self.keys(queue)
+        with self.client.pipeline(transaction=not self.cluster) as pipe:
+            pipe.hdel(k.failed, job_id)
+            pipe.zrem(k.failed_index, job_id)
+            removed, _ = pipe.execute()
+        return bool(removed)
+
+
+def _age_s(head: bytes | None, now_ms: int) -> float | None:
+    """Age of the oldest ready job from its document's timestamps; None when empty or unreadable."""
+    if head is None:
+        return None
+    try:
+        doc = json.loads(head)
+        since = doc.get("available_at") or doc.get("enqueued_at")
+        return max(0.0, (now_ms - int(since)) / 1000) if since else None
+    except (ValueError, TypeError, AttributeError):
+        return None
