@@ -45,3 +45,12 @@ def flaky(key: str, failures: int) -> None:
     if count <= failures:
         raise RuntimeError(f"attempt {count} fails on purpose")
     _redis().rpush("test:done", key)
+
+
+@job(name="switchable")
+def switchable(seconds: float = 0.0) -> None:
+    """Fails while the key test:failing exists: a tenant whose jobs break, then get fixed."""
+    if seconds:
+        time.sleep(seconds)
+    if _redis().exists("test:failing"):
+        raise RuntimeError("failing while test:failing is set")

@@ -8,6 +8,7 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ import redis
 from fairway.handlers import registry
 from fairway.loop import Worker
 from fairway.settings import WorkerSettings
-from fairway.store import Store, connect
+from fairway.store import Store, connect, group_for
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -27,7 +28,22 @@ def worker_env(redis_url: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": path, "FAIRWAY_TEST_REDIS": redis_url, "PYTHONUNBUFFERED": "1"}
 
 
-def start_worker(redis_url: str, *args: str, test_redis: str | None = None) -> subprocess.Popen[str]:
+class WorkerProcess(subprocess.Popen[str]):
+    """A worker whose output goes to files, so a chatty worker never blocks on a full pipe."""
+
+    def __init__(self, cmd: list[str], env: dict[str, str]) -> None:
+        self._out = tempfile.TemporaryFile("w+")  # noqa: SIM115  (lives as long as the process)
+        self._err = tempfile.TemporaryFile("w+")  # noqa: SIM115
+        super().__init__(cmd, env=env, stdout=self._out, stderr=self._err, text=True)
+
+    def communicate(self, input: str | None = None, timeout: float | None = None) -> tuple[str, str]:
+        self.wait(timeout)
+        self._out.seek(0)
+        self._err.seek(0)
+        return self._out.read(), self._err.read()
+
+
+def start_worker(redis_url: str, *args: str, test_redis: str | None = None) -> WorkerProcess:
     """A real worker process with the test handlers loaded and JSON job lines on stdout."""
     cmd = [
         sys.executable,
@@ -42,9 +58,7 @@ def start_worker(redis_url: str, *args: str, test_redis: str | None = None) -> s
         "json",
         *args,
     ]
-    return subprocess.Popen(
-        cmd, env=worker_env(test_redis or redis_url), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    return WorkerProcess(cmd, worker_env(test_redis or redis_url))
 
 
 def job_lines(stdout: str) -> list[dict[str, Any]]:
@@ -57,7 +71,7 @@ def run_in_process(redis_url: str, seed: int = 1, **fields: Any) -> list[dict[st
 
     settings = WorkerSettings.model_validate({"redis_url": redis_url, "log_format": "json", **fields})
     out = io.StringIO()
-    store = Store(connect(redis_url, settings.cluster), settings.prefix)
+    store = Store(connect(redis_url, settings.cluster), settings.prefix, group_for(settings.prefix, settings.tenants))
     Worker(settings, store, registry, rng=random.Random(seed), out=out).run()
     return job_lines(out.getvalue())
 

@@ -96,6 +96,14 @@ def _worker_settings(args: argparse.Namespace) -> Any:
         "burst": True if args.burst else None,
         "log_format": args.log_format,
     }
+    if args.tenants:
+        tenants = dict(data.get("tenants") or {})
+        tenants["queue_prefix"] = args.tenants
+        if args.tenant_weight is not None:
+            tenants["weight"] = args.tenant_weight
+        if args.max_consecutive is not None:
+            tenants["max_consecutive"] = args.max_consecutive
+        flags["tenants"] = tenants
     data.update({k: v for k, v in flags.items() if v is not None})
     try:
         return WorkerSettings.model_validate(data)
@@ -110,7 +118,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     import fairway.builtins  # noqa: F401  (registers noop, sleep, fail)
     from fairway.handlers import load_modules, registry
     from fairway.loop import Worker
-    from fairway.store import Store, connect
+    from fairway.store import Store, connect, group_for
 
     try:
         settings = _worker_settings(args)
@@ -120,7 +128,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     load_modules(settings.handlers)
     client = connect(settings.redis_url, settings.cluster, socket_timeout_s=settings.block_for_s + 10)
-    return Worker(settings, Store(client, settings.prefix), registry).run()
+    store = Store(client, settings.prefix, group_for(settings.prefix, settings.tenants))
+    return Worker(settings, store, registry).run()
 
 
 def cmd_enqueue(args: argparse.Namespace) -> int:
@@ -228,6 +237,32 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return 2
 
 
+def cmd_tenants(args: argparse.Namespace) -> int:
+    import json
+
+    from fairway.figures import ranked
+    from fairway.store import tenant_figures
+
+    rows = ranked(tenant_figures(_store(args), args.prefix, args.window), args.sort, args.limit)
+    if args.json:
+        print(json.dumps([row.as_dict() for row in rows], indent=2))
+        return 0
+
+    def ms(value: float | None) -> str:
+        return "-" if value is None else f"{value:.0f}ms"
+
+    print(
+        f"{'TENANT':<24} {'WAITING':>8} {'IN FLIGHT':>9} {'DONE':>7} {'FAILED':>7} {'FAIL%':>6} "
+        f"{'P50 WAIT':>9} {'P99 WAIT':>9}  QUARANTINED"
+    )
+    for r in rows:
+        print(
+            f"{r.tenant:<24} {r.waiting:>8} {r.in_flight:>9} {r.completed:>7} {r.failed:>7} "
+            f"{r.failure_rate:>6.1%} {ms(r.p50_wait_ms):>9} {ms(r.p99_wait_ms):>9}  {'yes' if r.quarantined else ''}"
+        )
+    return 0
+
+
 def _redis_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/0", help="Redis URL")
     parser.add_argument("--cluster", action="store_true", help="the Redis is a Redis Cluster")
@@ -252,6 +287,9 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--block-for", type=float, dest="block_for", help="seconds an idle worker blocks")
     worker.add_argument("--cluster", action="store_true", help="the Redis is a Redis Cluster")
     worker.add_argument("--handlers", action="append", metavar="MODULE", help="module registering handlers")
+    worker.add_argument("--tenants", metavar="PREFIX", help="serve the tenant group of queues PREFIX<id>")
+    worker.add_argument("--tenant-weight", type=int, dest="tenant_weight", help="the tenant group's weight")
+    worker.add_argument("--max-consecutive", type=int, dest="max_consecutive", help="K: jobs in a row per tenant")
     worker.add_argument("--tries", type=int)
     worker.add_argument("--timeout", type=float, help="seconds a job may run")
     worker.add_argument("--max-jobs", type=int, dest="max_jobs")
@@ -291,6 +329,15 @@ def build_parser() -> argparse.ArgumentParser:
     failed.add_argument("--limit", type=int, default=50)
     failed.add_argument("--json", action="store_true")
     failed.set_defaults(run=cmd_failed)
+
+    tenants = verbs.add_parser("tenants", help="per-tenant figures: waiting, in flight, failures, p50/p99 wait")
+    _redis_args(tenants)
+    tenants.add_argument("--prefix", default="tenant-", help="the tenant group's queue prefix")
+    tenants.add_argument("--window", type=int, default=300, help="seconds of history to summarise")
+    tenants.add_argument("--sort", choices=["p99", "failures", "waiting"], default="p99")
+    tenants.add_argument("--limit", type=int, default=None)
+    tenants.add_argument("--json", action="store_true")
+    tenants.set_defaults(run=cmd_tenants)
 
     demo = verbs.add_parser("demo", help="see Fairway's fairness on a private Redis it starts itself")
     demo.add_argument("--jobs", type=int, default=3000)

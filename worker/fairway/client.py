@@ -63,7 +63,11 @@ class Client:
         job = new_job(
             handler, target, list(args), kwargs, tenant=tenant, delay_s=delay, max_tries=max_tries, timeout=timeout
         )
-        self.store.enqueue(target, job.encode(self.max_payload_bytes), int((delay or 0) * 1000))
+        payload, delay_ms = job.encode(self.max_payload_bytes), int((delay or 0) * 1000)
+        if tenant is not None:
+            self.store.enqueue_tenant(self.tenant_prefix, tenant, [payload], delay_ms)
+        else:
+            self.store.enqueue(target, payload, delay_ms)
         return job.id
 
     def enqueue_many(
@@ -78,9 +82,30 @@ class Client:
         target = self._queue_for(queue, tenant)
         jobs = [new_job(handler, target, list(call), {}, tenant=tenant) for call in calls]
         payloads = [job.encode(self.max_payload_bytes) for job in jobs]
-        if payloads:
+        if payloads and tenant is not None:
+            self.store.enqueue_tenant(self.tenant_prefix, tenant, payloads)
+        elif payloads:
             self.store.enqueue_many(target, payloads)
         return [job.id for job in jobs]
+
+    def enqueue_chunked(
+        self,
+        handler: str,
+        rows: Sequence[Any],
+        *,
+        chunk_size: int = 500,
+        queue: str | None = None,
+        tenant: str | None = None,
+    ) -> list[str]:
+        """Split large work at dispatch: one job per `chunk_size` rows (args: [rows]), in one pipeline.
+
+        One 200,000-row job blocks a worker for the whole import, and per-tenant fairness cannot
+        interleave inside a job; many small jobs let every other tenant through between chunks.
+        """
+        if chunk_size < 1:
+            raise JobError("chunk_size must be at least 1")
+        chunks = [[list(rows[start : start + chunk_size])] for start in range(0, len(rows), chunk_size)]
+        return self.enqueue_many(handler, chunks, queue=queue, tenant=tenant)
 
     def close(self) -> None:
         self.store.client.close()

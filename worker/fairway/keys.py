@@ -80,3 +80,99 @@ class GlobalKeys:
         """(set of served queues, hash queue -> weight or rank) registered by workers of one config."""
         digest = hashlib.sha1(repr((queues, weights)).encode()).hexdigest()[:16]
         return f"{self.prefix}:served:{digest}:queues", f"{self.prefix}:served:{digest}:weights"
+
+
+@dataclass(frozen=True)
+class TenantGroupKeys:
+    """Keys of one tenant group: all share the hash tag `{tenants:<queuePrefix>}`, so one cluster slot.
+
+    The price: a whole tenant group lives on one shard; outgrow it by splitting tenants across
+    several groups (queue prefixes). See docs/tenants.md and scripts/tenant_lib.lua for the layout.
+    """
+
+    prefix: str
+    queue_prefix: str
+
+    @property
+    def base(self) -> str:
+        """G: the prefix the Lua scripts append their key names to."""
+        return f"{self.prefix}:{{tenants:{self.queue_prefix}}}:"
+
+    @property
+    def name(self) -> str:
+        """The group's name in the served and active sets; queue names cannot start with '@'."""
+        return f"@{self.queue_prefix}"
+
+    @property
+    def ring(self) -> str:
+        """Active healthy tenants, in turn order."""
+        return self.base + "ring"
+
+    @property
+    def qring(self) -> str:
+        """Active quarantined tenants (the slow lane)."""
+        return self.base + "qring"
+
+    @property
+    def quarantined(self) -> str:
+        """Set of quarantined tenant ids."""
+        return self.base + "quarantined"
+
+    @property
+    def state(self) -> str:
+        """Hash: ring head and jobs served in a row."""
+        return self.base + "state"
+
+    @property
+    def reserved(self) -> str:
+        """Sorted set: '<id>\\t<document>' -> reservation deadline (ms)."""
+        return self.base + "reserved"
+
+    @property
+    def delayed(self) -> str:
+        """Sorted set: '<id>\\t<document>' -> due time (ms)."""
+        return self.base + "delayed"
+
+    @property
+    def notify(self) -> str:
+        """Wake-up tokens, one per ready job."""
+        return self.base + "notify"
+
+    @property
+    def attempts(self) -> str:
+        """Hash: sha1(member) -> attempts started."""
+        return self.base + "attempts"
+
+    @property
+    def inflight(self) -> str:
+        """Hash: tenant id -> jobs reserved now."""
+        return self.base + "inflight"
+
+    @property
+    def failed(self) -> str:
+        """Hash: job id -> failure record."""
+        return self.base + "failed"
+
+    @property
+    def failed_index(self) -> str:
+        """Sorted set: job id -> failed at (ms)."""
+        return self.base + "failed_index"
+
+    @property
+    def paused(self) -> str:
+        """Exists while the group is paused."""
+        return self.base + "paused"
+
+    @property
+    def seen(self) -> str:
+        """Sorted set: tenant id -> last activity (ms)."""
+        return self.base + "seen"
+
+    def tenant(self, tenant_id: str) -> str:
+        return f"{self.base}t:{tenant_id}"
+
+    def stats(self, tenant_id: str, minute: int) -> str:
+        return f"{self.base}stats:{tenant_id}:{minute}"
+
+    def fails(self, tenant_id: str) -> str:
+        return f"{self.base}fails:{tenant_id}"

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any, TextIO
 
+from fairway.figures import wait_bucket
 from fairway.handlers import Registry, UnknownHandler
 from fairway.job import Job, JobError, decode
 from fairway.scheduling import rank_table, weighted_order
@@ -85,10 +86,13 @@ class Worker:
         self.out = out
         self.clock = clock
         self.queues = [q for q in settings.queues if q not in settings.paused]
-        self.strict, ranks = rank_table(self.queues, settings.weights)
-        self._ranks = ranks
+        group = store.group
+        self.served = [*self.queues, *([group.name] if group else [])]
+        self.weights = settings.served_weights()
+        self.strict, self._ranks = rank_table(self.served, self.weights)
         self._served: tuple[str, str] | None = None
         self._pending_ack: Reservation | None = None
+        self._pending_bucket = -1
         self._stopping = False
         self._watchdog_stop = threading.Event()
         self._idle = False
@@ -159,7 +163,7 @@ class Worker:
         """Flush the last acknowledgement; shutdown paths log and never raise."""
         if self._pending_ack is not None:
             try:
-                self.store.ack(self._pending_ack)
+                self.store.ack(self._pending_ack, self._pending_bucket)
                 self._pending_ack = None
             except Exception as exc:  # the job stays reserved and is handed out again after retry_after
                 log.error("could not acknowledge the last job on shutdown: %s", exc)
@@ -206,7 +210,7 @@ class Worker:
         return "worked"
 
     def _maintain(self) -> None:
-        self._served = self.store.register_served(self.queues, self.strict, self._ranks)
+        self._served = self.store.register_served(self.served, self.strict, self._ranks)
         self.store.maintain(self.queues)
         self._next_maintenance = self.clock() + self.settings.maintenance_interval_s
         if self.settings.memory_mib and _rss_mib() > self.settings.memory_mib:
@@ -218,14 +222,14 @@ class Worker:
         retry_after_ms = self.settings.retry_after_ms
         if self.store.cluster:
             if self._pending_ack is not None:
-                self.store.ack(self._pending_ack)
+                self.store.ack(self._pending_ack, self._pending_bucket)
                 self._pending_ack = None
-            order = weighted_order(self.queues, self.settings.weights, (), self.rng)
-            return self.store.reserve_in_order(order, retry_after_ms)
+            order = weighted_order(self.served, self.weights, (), self.rng)
+            return self.store.reserve_in_order(order, retry_after_ms, self.rng.random())
         if self._served is None:
-            self._served = self.store.register_served(self.queues, self.strict, self._ranks)
+            self._served = self.store.register_served(self.served, self.strict, self._ranks)
         reservation = self.store.reserve_weighted(
-            self._served, self.strict, self.rng.random(), retry_after_ms, self._pending_ack
+            self._served, self.strict, self.rng.random(), retry_after_ms, self._pending_ack, self._pending_bucket
         )
         self._pending_ack = None
         return reservation
@@ -272,7 +276,8 @@ class Worker:
                 outcome = self._execute(func, job)
         finished_ms = _now_ms()
         run_ms = (time.perf_counter() - started) * 1000
-        status = self._settle(reservation, job, outcome, max_tries)
+        bucket = wait_bucket(started_ms - job.ready_since_ms) if job.enqueued_at else -1
+        status = self._settle(reservation, job, outcome, max_tries, bucket)
         self._jobs_done += 1
         self._log(job, reservation, status, started_ms, finished_ms, run_ms, outcome.error)
 
@@ -302,15 +307,15 @@ class Worker:
             self._hard_deadline = None
             self._running = None
 
-    def _settle(self, reservation: Reservation, job: Job, outcome: Outcome, max_tries: int) -> str:
+    def _settle(self, reservation: Reservation, job: Job, outcome: Outcome, max_tries: int, bucket: int) -> str:
         if outcome.status == "ok":
-            self._pending_ack = reservation
+            self._pending_ack, self._pending_bucket = reservation, bucket
             return "ok"
         if outcome.status == "retry" and reservation.attempts < max_tries:
             delay_s = self.settings.backoff_for(reservation.attempts)
-            self.store.release(reservation, int(delay_s * 1000))
+            self.store.release(reservation, int(delay_s * 1000), bucket)
             return "retry"
-        self.store.fail(reservation, job.id, self._failure_record(reservation, job.id, outcome))
+        self.store.fail(reservation, job.id, self._failure_record(reservation, job.id, outcome), bucket)
         return "failed"
 
     def _failure_record(self, reservation: Reservation, job_id: str, outcome: Outcome) -> dict[str, Any]:
@@ -318,6 +323,7 @@ class Worker:
         return {
             "id": job_id,
             "queue": reservation.queue,
+            "tenant": reservation.tenant,
             "payload": reservation.payload.decode("utf-8", "replace"),
             "attempts": reservation.attempts,
             "exception": detail.get("exception") or (outcome.error or "").split(":", 1)[0],
@@ -361,12 +367,13 @@ class Worker:
         if fmt == "none":
             return
         wait_ms = max(0, started_ms - job.ready_since_ms)
+        queue = job.queue if reservation.tenant else reservation.queue  # tenant jobs show tenant-<id>
         if fmt == "json":
             line = {
                 "event": "job.finished",
                 "id": job.id,
-                "queue": reservation.queue,
-                "tenant": job.tenant,
+                "queue": queue,
+                "tenant": reservation.tenant or job.tenant,
                 "handler": job.handler,
                 "attempt": reservation.attempts,
                 "enqueued_at": job.enqueued_at,
@@ -382,7 +389,7 @@ class Worker:
         else:
             tail = f" error={error!r}" if error else ""
             self.out.write(
-                f"{status:<6} {reservation.queue} {job.handler} {job.id} attempt={reservation.attempts} "
+                f"{status:<6} {queue} {job.handler} {job.id} attempt={reservation.attempts} "
                 f"wait={wait_ms}ms run={run_ms:.1f}ms{tail}\n"
             )
 

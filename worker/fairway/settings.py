@@ -10,7 +10,20 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from fairway.keys import DEFAULT_PREFIX
-from fairway.spec import QUEUE_NAME_PATTERN
+from fairway.spec import QUEUE_NAME_PATTERN, TENANT_PREFIX_PATTERN
+
+
+class TenantSettings(BaseModel):
+    """The tenant group a worker serves next to (or instead of) its queues."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    queue_prefix: str = Field(default="tenant-", pattern=TENANT_PREFIX_PATTERN)
+    weight: int | None = Field(default=None, description="The group's weight in the weighted scan; default 1.")
+    max_consecutive: int = Field(default=5, ge=1, le=1000, description="K: jobs in a row per tenant.")
+    quarantine_failures: int = Field(default=20, ge=1, description="Failed attempts in the window that quarantine.")
+    quarantine_window_s: float = Field(default=300, gt=0, description="Sliding window for counting failures.")
+    sample_rate: float = Field(default=0.1, gt=0, le=1, description="Turns of a quarantined tenant vs a healthy one.")
 
 
 class WorkerSettings(BaseModel):
@@ -26,6 +39,7 @@ class WorkerSettings(BaseModel):
         default_factory=dict, description="Queue -> weight; empty means strict left-to-right priority."
     )
     paused: list[str] = Field(default_factory=list, description="Queues never served by this worker.")
+    tenants: TenantSettings | None = Field(default=None, description="Serve a tenant group too.")
     block_for_s: float = Field(
         default=5.0, ge=0, le=60, description="Longest idle blocking read; 0 polls every 100 ms."
     )
@@ -67,14 +81,23 @@ class WorkerSettings(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> WorkerSettings:
-        if not self.queues:
-            raise ValueError("queues: serve at least one queue (--queues high,default,low)")
+        if not self.queues and self.tenants is None:
+            raise ValueError(
+                "queues: serve at least one queue (--queues high,default,low) or tenants (--tenants PREFIX)"
+            )
         unknown = sorted(set(self.weights) - set(self.queues))
         if unknown:
             raise ValueError(f"weights: {unknown} are not served queues; add them to queues")
         if self.retry_after_s is not None and self.retry_after_s <= self.timeout_s:
             raise ValueError("retry_after_s must be greater than timeout_s, or running jobs are handed out twice")
         return self
+
+    def served_weights(self) -> dict[str, int]:
+        """Weights of the served set, the tenant group included under its '@<prefix>' name."""
+        weights = dict(self.weights)
+        if self.tenants is not None and self.tenants.weight is not None:
+            weights[f"@{self.tenants.queue_prefix}"] = self.tenants.weight
+        return weights
 
     @property
     def retry_after_ms(self) -> int:

@@ -21,7 +21,9 @@ from typing import Any
 import redis
 from redis.cluster import RedisCluster
 
-from fairway.keys import DEFAULT_PREFIX, GlobalKeys, QueueKeys
+from fairway.figures import TenantFigures, add_minute
+from fairway.keys import DEFAULT_PREFIX, GlobalKeys, QueueKeys, TenantGroupKeys
+from fairway.settings import TenantSettings
 
 RedisClient = redis.Redis | RedisCluster
 CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
@@ -38,7 +40,12 @@ CLUSTER_POLL_S = 0.1
 
 
 def _script(name: str) -> str:
-    return resources.files("fairway").joinpath(f"scripts/{name}.lua").read_text()
+    """A script's source with its `-- #include <file>` lines replaced by that file (shared functions)."""
+    folder = resources.files("fairway").joinpath("scripts")
+    lines = folder.joinpath(f"{name}.lua").read_text().splitlines()
+    return "\n".join(
+        folder.joinpath(line.split()[-1]).read_text() if line.startswith("-- #include ") else line for line in lines
+    )
 
 
 def connect(url: str, cluster: bool | None = None, *, socket_timeout_s: float = 10.0) -> RedisClient:
@@ -61,9 +68,30 @@ def connect(url: str, cluster: bool | None = None, *, socket_timeout_s: float = 
 
 @dataclass(frozen=True)
 class Reservation:
-    queue: str
-    payload: bytes
+    queue: str  # a queue name, or the tenant group's '@<queuePrefix>'
+    payload: bytes  # the job document
     attempts: int  # attempts started, this one included
+    tenant: str | None = None
+
+    @property
+    def member(self) -> bytes:
+        """What the reserved set holds: the document, prefixed by '<tenant>\\t' inside a tenant group."""
+        return self.payload if self.tenant is None else self.tenant.encode() + b"\t" + self.payload
+
+
+@dataclass(frozen=True)
+class TenantGroup:
+    """A tenant group as one worker serves it: its keys and its fairness settings."""
+
+    keys: TenantGroupKeys
+    max_consecutive: int = 5
+    quarantine_failures: int = 20
+    quarantine_window_ms: int = 300_000
+    sample_rate: float = 0.1
+
+    @property
+    def name(self) -> str:
+        return self.keys.name
 
 
 @dataclass(frozen=True)
@@ -81,17 +109,44 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def group_for(prefix: str, tenants: TenantSettings | None) -> TenantGroup | None:
+    if tenants is None:
+        return None
+    return TenantGroup(
+        TenantGroupKeys(prefix, tenants.queue_prefix),
+        max_consecutive=tenants.max_consecutive,
+        quarantine_failures=tenants.quarantine_failures,
+        quarantine_window_ms=int(tenants.quarantine_window_s * 1000),
+        sample_rate=tenants.sample_rate,
+    )
+
+
 class Store:
     """One Redis connection's worth of Fairway operations."""
 
-    def __init__(self, client: RedisClient, prefix: str = DEFAULT_PREFIX) -> None:
+    def __init__(self, client: RedisClient, prefix: str = DEFAULT_PREFIX, group: TenantGroup | None = None) -> None:
         self.client = client
         self.prefix = prefix
+        self.group = group
         self.cluster = isinstance(client, RedisCluster)
         self.globals = GlobalKeys(prefix)
         self._scripts = {
             name: client.register_script(_script(name))
-            for name in ("enqueue", "reserve", "reserve_one", "ack", "release", "fail", "maintain")
+            for name in (
+                "enqueue",
+                "reserve",
+                "reserve_one",
+                "ack",
+                "release",
+                "fail",
+                "maintain",
+                "enqueue_tenant",
+                "reserve_tenant",
+                "ack_tenant",
+                "release_tenant",
+                "fail_tenant",
+                "maintain_tenant",
+            )
         }
 
     def keys(self, queue: str) -> QueueKeys:
@@ -121,8 +176,19 @@ class Store:
                 pipe.execute()
         self._remember([queue])
 
+    def enqueue_tenant(self, queue_prefix: str, tenant: str, payloads: Sequence[bytes], delay_ms: int = 0) -> None:
+        """Tenant jobs: onto the tenant's list, the tenant onto the ring if it was idle; one call per batch."""
+        g = TenantGroupKeys(self.prefix, queue_prefix)
+        for start in range(0, len(payloads), 1000):  # one call per 1,000 documents: short script runs
+            self._scripts["enqueue_tenant"](
+                keys=[g.ring, *self._active()],
+                args=[g.base, tenant, delay_ms, g.name, *payloads[start : start + 1000]],
+            )
+
     def _remember(self, queues: Iterable[str]) -> None:
-        self.client.sadd(self.globals.queues, *queues)
+        names = [q for q in queues if not q.startswith("@")]
+        if names:
+            self.client.sadd(self.globals.queues, *names)
 
     # -- serving ---------------------------------------------------------------------------------
 
@@ -147,8 +213,10 @@ class Store:
         u: float,
         retry_after_ms: int,
         ack: Reservation | None,
+        ack_wait_bucket: int = -1,
     ) -> Reservation | None:
         """Standalone: ack `ack` (if any) and reserve the next job, in one round trip."""
+        g = self.group
         result = self._scripts["reserve"](
             keys=[self.globals.active, *served],
             args=[
@@ -157,17 +225,29 @@ class Store:
                 repr(u),
                 "1" if strict else "0",
                 ack.queue if ack else "",
-                ack.payload if ack else b"",
+                ack.member if ack else b"",
+                g.name if g else "",
+                g.keys.base if g else "",
+                g.max_consecutive if g else 0,
+                g.quarantine_failures if g else 0,
+                g.quarantine_window_ms if g else 0,
+                repr(g.sample_rate) if g else "0",
+                ack_wait_bucket,
             ],
         )
         if not result:
             return None
-        queue, payload, attempts = result
-        return Reservation(queue.decode(), payload, int(attempts))
+        queue, payload, attempts, tenant = result
+        return Reservation(queue.decode(), payload, int(attempts), tenant.decode() if tenant else None)
 
-    def reserve_in_order(self, order: Sequence[str], retry_after_ms: int) -> Reservation | None:
+    def reserve_in_order(self, order: Sequence[str], retry_after_ms: int, u: float = 0.0) -> Reservation | None:
         """Cluster: try each queue in this poll's order, one single-slot script per queue."""
         for queue in order:
+            if self.group is not None and queue == self.group.name:
+                got = self._reserve_tenant(u, retry_after_ms)
+                if got is not None:
+                    return got
+                continue
             k = self.keys(queue)
             result = self._scripts["reserve_one"](
                 keys=[k.ready, k.reserved, k.notify, k.attempts, k.paused], args=[retry_after_ms]
@@ -177,11 +257,56 @@ class Store:
                 return Reservation(queue, payload, int(attempts))
         return None
 
-    def ack(self, reservation: Reservation) -> bool:
+    def _reserve_tenant(self, u: float, retry_after_ms: int) -> Reservation | None:
+        g = self._group()
+        result = self._scripts["reserve_tenant"](
+            keys=[g.keys.ring],
+            args=[
+                g.keys.base,
+                g.max_consecutive,
+                g.quarantine_failures,
+                g.quarantine_window_ms,
+                repr(g.sample_rate),
+                repr(u),
+                retry_after_ms,
+            ],
+        )
+        if not result:
+            return None
+        tenant, payload, attempts = result
+        return Reservation(g.name, payload, int(attempts), tenant.decode())
+
+    def _group(self) -> TenantGroup:
+        if self.group is None:
+            raise RuntimeError("this store serves no tenant group")
+        return self.group
+
+    def ack(self, reservation: Reservation, wait_bucket: int = -1) -> bool:
+        if reservation.tenant is not None:
+            g = self._group()
+            return bool(
+                self._scripts["ack_tenant"](keys=[g.keys.reserved], args=[g.keys.base, reservation.member, wait_bucket])
+            )
         k = self.keys(reservation.queue)
         return bool(self._scripts["ack"](keys=[k.reserved, k.attempts], args=[reservation.payload]))
 
-    def release(self, reservation: Reservation, delay_ms: int) -> bool:
+    def release(self, reservation: Reservation, delay_ms: int, wait_bucket: int = -1) -> bool:
+        if reservation.tenant is not None:
+            g = self._group()
+            return bool(
+                self._scripts["release_tenant"](
+                    keys=[g.keys.reserved, *self._active()],
+                    args=[
+                        g.keys.base,
+                        reservation.member,
+                        delay_ms,
+                        g.quarantine_window_ms,
+                        g.quarantine_failures,
+                        wait_bucket,
+                        g.name,
+                    ],
+                )
+            )
         k = self.keys(reservation.queue)
         return bool(
             self._scripts["release"](
@@ -190,7 +315,23 @@ class Store:
             )
         )
 
-    def fail(self, reservation: Reservation, job_id: str, record: dict[str, Any]) -> None:
+    def fail(self, reservation: Reservation, job_id: str, record: dict[str, Any], wait_bucket: int = -1) -> None:
+        if reservation.tenant is not None:
+            g = self._group()
+            self._scripts["fail_tenant"](
+                keys=[g.keys.reserved],
+                args=[
+                    g.keys.base,
+                    reservation.member,
+                    job_id,
+                    json.dumps(record),
+                    FAILED_KEPT,
+                    g.quarantine_window_ms,
+                    g.quarantine_failures,
+                    wait_bucket,
+                ],
+            )
+            return
         k = self.keys(reservation.queue)
         self._scripts["fail"](
             keys=[k.reserved, k.attempts, k.failed, k.failed_index],
@@ -203,20 +344,22 @@ class Store:
         Pipelined on a standalone Redis; one call per queue on a cluster, whose pipelines refuse
         scripts. Either way it runs on a timer and when going idle, never per job.
         """
-        if not queues:
-            return (0, 0, 0)
-        calls: list[tuple[list[str], list[str | int]]] = [
-            ([k.ready, k.reserved, k.delayed, k.notify, *self._active()], [MAINTAIN_BATCH, queue])
+        calls: list[tuple[str, list[str], list[str | int]]] = [
+            ("maintain", [k.ready, k.reserved, k.delayed, k.notify, *self._active()], [MAINTAIN_BATCH, queue])
             for queue in queues
             for k in [self.keys(queue)]
         ]
-        script = self._scripts["maintain"]
+        if self.group is not None:
+            g = self.group.keys
+            calls.append(("maintain_tenant", [g.ring, *self._active()], [g.base, MAINTAIN_BATCH, g.name]))
+        if not calls:
+            return (0, 0, 0)
         if self.cluster:
-            results = [script(keys=keys, args=args) for keys, args in calls]
+            results = [self._scripts[name](keys=keys, args=args) for name, keys, args in calls]
         else:
             with self.client.pipeline(transaction=False) as pipe:
-                for keys, args in calls:
-                    script(keys=keys, args=args, client=pipe)
+                for name, keys, args in calls:
+                    self._scripts[name](keys=keys, args=args, client=pipe)
                 results = pipe.execute()
         due = sum(int(r[0]) for r in results)
         expired = sum(int(r[1]) for r in results)
@@ -228,6 +371,8 @@ class Store:
         if timeout_s <= 0:
             return False
         notify = [self.keys(q).notify for q in queues]
+        if self.group is not None:
+            notify.append(self.group.keys.notify)
         # BLMPOP takes a float timeout in seconds; the socket timeout was set above it at connect time.
         result = self.client.blmpop(timeout_s, len(notify), *notify, direction="LEFT", count=1)
         return bool(result)
@@ -236,6 +381,8 @@ class Store:
         with self.client.pipeline(transaction=False) as pipe:
             for queue in queues:
                 pipe.zcard(self.keys(queue).delayed)
+            if self.group is not None:
+                pipe.zcard(self.group.keys.delayed)
             return sum(int(n) for n in pipe.execute())
 
     # -- pausing ---------------------------------------------------------------------------------
@@ -284,8 +431,12 @@ class Store:
             )
         return out
 
+    def _failed_keys(self, queue: str) -> QueueKeys | TenantGroupKeys:
+        """A queue's failed store, or a tenant group's when `queue` is '@<queuePrefix>'."""
+        return TenantGroupKeys(self.prefix, queue[1:]) if queue.startswith("@") else self.keys(queue)
+
     def failed_records(self, queue: str, limit: int = 50) -> list[dict[str, Any]]:
-        k = self.keys(queue)
+        k = self._failed_keys(queue)
         ids: list[Any] = list(self.client.zrevrange(k.failed_index, 0, limit - 1))
         if not ids:
             return []
@@ -294,22 +445,57 @@ class Store:
 
     def retry_failed(self, queue: str, job_id: str) -> bool:
         """Put a failed job back on its queue with a fresh attempt count; False when there is no such job."""
-        k = self.keys(queue)
+        k = self._failed_keys(queue)
         raw = self.client.hget(k.failed, job_id)
         if raw is None:
             return False
         record = json.loads(raw)
-        self.enqueue(queue, record["payload"].encode())
+        if isinstance(k, TenantGroupKeys):
+            self.enqueue_tenant(k.queue_prefix, record["tenant"], [record["payload"].encode()])
+        else:
+            self.enqueue(queue, record["payload"].encode())
         self.forget_failed(queue, job_id)
         return True
 
     def forget_failed(self, queue: str, job_id: str) -> bool:
-        k = self.keys(queue)
+        k = self._failed_keys(queue)
         with self.client.pipeline(transaction=not self.cluster) as pipe:
             pipe.hdel(k.failed, job_id)
             pipe.zrem(k.failed_index, job_id)
             removed, _ = pipe.execute()
         return bool(removed)
+
+
+def tenant_figures(store: Store, queue_prefix: str, window_s: int = 300) -> list[TenantFigures]:
+    """Figures for every tenant active within the window: two pipelined round trips."""
+    g = TenantGroupKeys(store.prefix, queue_prefix)
+    client = store.client
+    now = _now_ms()
+    client.zremrangebyscore(g.seen, "-inf", now - 3_600_000)  # tenants quiet for an hour are forgotten
+    seen: list[Any] = list(client.zrangebyscore(g.seen, now - window_s * 1000, "+inf"))
+    tenants = [t.decode() for t in seen]
+    minutes = range(now // 60_000 - (window_s + 59) // 60 + 1, now // 60_000 + 1)
+    with client.pipeline(transaction=False) as pipe:
+        pipe.hgetall(g.inflight)
+        pipe.smembers(g.quarantined)
+        for tenant in tenants:
+            pipe.llen(g.tenant(tenant))
+            for minute in minutes:
+                pipe.hgetall(g.stats(tenant, minute))
+        raw = pipe.execute()
+    inflight = {k.decode(): int(v) for k, v in raw[0].items()}
+    quarantined = {t.decode() for t in raw[1]}
+    out = []
+    step = 1 + len(minutes)
+    for index, tenant in enumerate(tenants):
+        chunk = raw[2 + index * step : 2 + (index + 1) * step]
+        figures = TenantFigures(
+            tenant, waiting=int(chunk[0]), in_flight=inflight.get(tenant, 0), quarantined=tenant in quarantined
+        )
+        for minute in chunk[1:]:
+            add_minute(figures, minute)
+        out.append(figures)
+    return out
 
 
 def _age_s(head: bytes | None, now_ms: int) -> float | None:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import random
 import signal
-import subprocess
 import time
 
 from fairway.client import Client
 from fairway.store import Store, connect
-from support.workers import done_keys, job_lines, start_worker, started_keys, wait_until
+from support.workers import WorkerProcess, done_keys, job_lines, start_worker, started_keys, wait_until
 
 
 def test_a_job_killed_mid_run_runs_again_on_another_worker(redis_url: str, tmp_path) -> None:
@@ -40,7 +39,7 @@ def test_2000_jobs_with_random_kills_are_all_done_at_least_once(redis_url: str, 
     keys = [f"job-{i}" for i in range(2000)]
     Client(redis_url).enqueue_many("record", [[key, 0.005] for key in keys], queue="bulk")
     rng = random.Random(42)
-    workers: list[subprocess.Popen[str]] = []
+    workers: list[WorkerProcess] = []
     kills = 0
     deadline = time.monotonic() + 120
     try:

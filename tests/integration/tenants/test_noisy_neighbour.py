@@ -1,0 +1,73 @@
+"""The seed's promise: a noisy tenant only slows itself. Two real workers, fair vs one FIFO queue, same run."""
+
+from __future__ import annotations
+
+import math
+import signal
+import time
+from typing import Any
+
+from fairway.client import Client
+from fairway.store import Store, connect, tenant_figures
+from support.workers import job_lines, start_worker, wait_until
+
+NOISY_JOBS, SMALL_TENANTS, SMALL_JOBS = 5000, 20, 10
+
+
+def p99(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[math.ceil(0.99 * len(ordered)) - 1]
+
+
+def run(url: str, fair: bool) -> tuple[list[dict[str, Any]], set[str]]:
+    """Run the scenario; returns every job line from both workers and the ids of the small tenants' jobs."""
+    client = Client(url)
+    store = Store(connect(url))
+    serve = ["--tenants", "tenant-"] if fair else ["--queues", "fifo"]
+    workers = [start_worker(url, *serve, "--block-for", "1") for _ in range(2)]
+    time.sleep(1.0)  # both workers are up and idle
+    target = {"tenant": "A"} if fair else {"queue": "fifo"}
+    client.enqueue_many("sleep", [[0.002]] * NOISY_JOBS, **target)
+    time.sleep(0.5)
+    small: set[str] = set()
+    for i in range(SMALL_TENANTS):
+        target = {"tenant": f"s{i}"} if fair else {"queue": "fifo"}
+        small.update(client.enqueue_many("sleep", [[0.002]] * SMALL_JOBS, **target))
+    if fair:
+
+        def small_done() -> bool:
+            figures = {f.tenant: f for f in tenant_figures(store, "tenant-")}
+            return all(figures.get(f"s{i}") and figures[f"s{i}"].completed == SMALL_JOBS for i in range(SMALL_TENANTS))
+    else:
+
+        def small_done() -> bool:
+            stats = store.stats(["fifo"])[0]
+            return stats.ready == 0 and stats.reserved == 0
+
+    try:
+        assert wait_until(small_done, 60, 0.05), "the small tenants' jobs did not finish"
+    finally:
+        for worker in workers:
+            worker.send_signal(signal.SIGTERM)
+        lines = [line for worker in workers for line in job_lines(worker.communicate(timeout=20)[0])]
+    return lines, small
+
+
+def test_a_noisy_tenant_only_slows_itself(redis_url: str) -> None:
+    fair_lines, fair_small = run(redis_url, fair=True)
+    Store(connect(redis_url)).client.flushdb()
+    fifo_lines, fifo_small = run(redis_url, fair=False)
+
+    small_lines = [line for line in fair_lines if line["id"] in fair_small]
+    assert len(small_lines) == SMALL_TENANTS * SMALL_JOBS
+    last_small_finish = max(line["finished_at"] for line in small_lines)
+    noisy_before = sum(1 for line in fair_lines if line["tenant"] == "A" and line["finished_at"] <= last_small_finish)
+    assert noisy_before < 0.25 * NOISY_JOBS, f"A used {noisy_before} of its {NOISY_JOBS} jobs first"
+
+    fair_p99 = p99([line["wait_ms"] for line in small_lines])
+    fifo_p99 = p99([line["wait_ms"] for line in fifo_lines if line["id"] in fifo_small])
+    print(
+        f"small tenants' p99 wait: fair {fair_p99} ms, FIFO {fifo_p99} ms, ratio {fifo_p99 / max(fair_p99, 1):.1f}x; "
+        f"A finished {noisy_before} jobs before the last small one"
+    )
+    assert fifo_p99 >= 20 * fair_p99
