@@ -7,6 +7,7 @@ Exit codes: 0 success, 1 the input is invalid (or the work failed), 2 the input 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -82,7 +83,7 @@ def _worker_settings(args: argparse.Namespace) -> Any:
 
     data: dict[str, Any] = load_config(args.config) if args.config else {}
     flags = {
-        "redis_url": args.redis,
+        "redis_url": args.redis or os.environ.get("FAIRWAY_REDIS_URL"),
         "queues": _split_queues(args.queues) if args.queues else None,
         "weights": _parse_weights(args.weight) if args.weight else None,
         "block_for_s": args.block_for,
@@ -263,6 +264,57 @@ def cmd_tenants(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_render(args: argparse.Namespace) -> int:
+    from fairway_operator.desired import DEFAULT_IMAGE, desired, to_yaml
+
+    label = "stdin" if args.file == "-" else args.file
+    try:
+        documents = load_documents(_read_input(args.file))
+        reports = [(doc, validate_document(doc)) for doc in documents]
+    except ManifestError as exc:
+        print(f"fairway render: {label}: {exc}", file=sys.stderr)
+        return 2
+    bad = False
+    objects = []
+    for index, (doc, report) in enumerate(reports, start=1):
+        for problem in report.errors:
+            print(f"{label}: document {index} ({report.name or 'unnamed'}): {problem}", file=sys.stderr)
+        if report.spec is None or not report.valid:
+            bad = True
+            continue
+        objects.extend(desired(doc, report.spec, {}, args.image or DEFAULT_IMAGE))
+    if bad:
+        return 1
+    sys.stdout.write(to_yaml(objects))
+    return 0
+
+
+def cmd_operator(args: argparse.Namespace) -> int:
+    import asyncio
+    import logging
+
+    import kopf
+
+    import fairway_operator.handlers  # noqa: F401  (registers the handlers)
+    from fairway_operator.kube import load_config
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    load_config()
+    memo = kopf.Memo(worker_image=args.worker_image)
+    asyncio.run(
+        kopf.operator(
+            clusterwide=args.all_namespaces,
+            namespaces=args.namespace or (),
+            standalone=args.peering is None,
+            peering_name=args.peering,
+            priority=args.priority,
+            liveness_endpoint=args.liveness,
+            memo=memo,
+        )
+    )
+    return 0
+
+
 def _redis_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/0", help="Redis URL")
     parser.add_argument("--cluster", action="store_true", help="the Redis is a Redis Cluster")
@@ -329,6 +381,23 @@ def build_parser() -> argparse.ArgumentParser:
     failed.add_argument("--limit", type=int, default=50)
     failed.add_argument("--json", action="store_true")
     failed.set_defaults(run=cmd_failed)
+
+    render = verbs.add_parser("render", help="print the Kubernetes objects the operator would create")
+    render.add_argument("-f", "--file", required=True, help="YAML file of QueueSupervisors, or -")
+    render.add_argument("--image", default=None, help="worker image when spec.worker.image is not set")
+    render.set_defaults(run=cmd_render)
+
+    operator = verbs.add_parser("operator", help="run the Kubernetes operator (kopf)")
+    scope = operator.add_mutually_exclusive_group(required=True)
+    scope.add_argument("--namespace", action="append", help="watch this namespace (repeatable)")
+    scope.add_argument("--all-namespaces", action="store_true", dest="all_namespaces")
+    operator.add_argument("--peering", default=None, help="kopf peering name (a standby replica waits on it)")
+    operator.add_argument("--priority", type=int, default=0, help="peering priority of this replica")
+    operator.add_argument("--liveness", default="http://0.0.0.0:8080/healthz", help="liveness endpoint URL")
+    operator.add_argument(
+        "--worker-image", dest="worker_image", default=None, help="image for workers whose spec.worker.image is not set"
+    )
+    operator.set_defaults(run=cmd_operator)
 
     tenants = verbs.add_parser("tenants", help="per-tenant figures: waiting, in flight, failures, p50/p99 wait")
     _redis_args(tenants)

@@ -13,6 +13,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 
+@dataclass(frozen=True)
+class QueueStats:
+    queue: str
+    ready: int
+    reserved: int
+    delayed: int
+    failed: int
+    paused: bool
+    oldest_age_s: float | None
+
+
 def wait_bucket(wait_ms: float) -> int:
     return int(4 * math.log2(max(0.0, wait_ms) + 1))
 

@@ -18,8 +18,12 @@ class QueueKeys:
     prefix: str
     queue: str
 
+    @property
+    def base(self) -> str:
+        return f"{self.prefix}:{{{self.queue}}}:"
+
     def _key(self, suffix: str) -> str:
-        return f"{self.prefix}:{{{self.queue}}}:{suffix}"
+        return self.base + suffix
 
     @property
     def ready(self) -> str:

@@ -93,6 +93,7 @@ class Worker:
         self._served: tuple[str, str] | None = None
         self._pending_ack: Reservation | None = None
         self._pending_bucket = -1
+        self._runtimes: dict[str, tuple[float, int]] = {}
         self._stopping = False
         self._watchdog_stop = threading.Event()
         self._idle = False
@@ -212,6 +213,9 @@ class Worker:
     def _maintain(self) -> None:
         self._served = self.store.register_served(self.served, self.strict, self._ranks)
         self.store.maintain(self.queues)
+        if self._runtimes:
+            runtimes, self._runtimes = self._runtimes, {}
+            self.store.record_runtimes(runtimes)
         self._next_maintenance = self.clock() + self.settings.maintenance_interval_s
         if self.settings.memory_mib and _rss_mib() > self.settings.memory_mib:
             self.exit_reason = f"memory above {self.settings.memory_mib} MiB"
@@ -279,6 +283,8 @@ class Worker:
         bucket = wait_bucket(started_ms - job.ready_since_ms) if job.enqueued_at else -1
         status = self._settle(reservation, job, outcome, max_tries, bucket)
         self._jobs_done += 1
+        total, count = self._runtimes.get(reservation.queue, (0.0, 0))
+        self._runtimes[reservation.queue] = (total + run_ms, count + 1)
         self._log(job, reservation, status, started_ms, finished_ms, run_ms, outcome.error)
 
     def _execute(self, func: Callable[..., Any], job: Job) -> Outcome:

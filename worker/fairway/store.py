@@ -21,7 +21,7 @@ from typing import Any
 import redis
 from redis.cluster import RedisCluster
 
-from fairway.figures import TenantFigures, add_minute
+from fairway.figures import QueueStats, TenantFigures, add_minute
 from fairway.keys import DEFAULT_PREFIX, GlobalKeys, QueueKeys, TenantGroupKeys
 from fairway.settings import TenantSettings
 
@@ -92,17 +92,6 @@ class TenantGroup:
     @property
     def name(self) -> str:
         return self.keys.name
-
-
-@dataclass(frozen=True)
-class QueueStats:
-    queue: str
-    ready: int
-    reserved: int
-    delayed: int
-    failed: int
-    paused: bool
-    oldest_age_s: float | None
 
 
 def _now_ms() -> int:
@@ -384,6 +373,41 @@ class Store:
             if self.group is not None:
                 pipe.zcard(self.group.keys.delayed)
             return sum(int(n) for n in pipe.execute())
+
+    # -- runtimes (for the auto-balancer's `time` strategy) -----------------------------------------
+
+    def _runtime_key(self, queue: str) -> str:
+        """Per queue, or per tenant group for its '@<queuePrefix>' name."""
+        keys = TenantGroupKeys(self.prefix, queue[1:]) if queue.startswith("@") else self.keys(queue)
+        return keys.base + "runtime"
+
+    def record_runtimes(self, runtimes: dict[str, tuple[float, int]], now_ms: int | None = None) -> None:
+        """Add a timer tick's (total ms, jobs) per served name to per-minute counters (kept 15 minutes)."""
+        if not runtimes:
+            return
+        minute = (now_ms or _now_ms()) // 60_000
+        with self.client.pipeline(transaction=False) as pipe:
+            for queue, (total_ms, jobs) in runtimes.items():
+                key = self._runtime_key(queue)
+                pipe.hincrbyfloat(key, f"{minute}:ms", total_ms)
+                pipe.hincrby(key, f"{minute}:n", jobs)
+                pipe.expire(key, 900)
+            pipe.execute()
+
+    def average_runtimes_ms(self, queues: Sequence[str], minutes: int = 5) -> dict[str, float | None]:
+        """Average job runtime per served name over the last `minutes`; None where nothing ran."""
+        now_minute = _now_ms() // 60_000
+        fields = [f"{m}:{kind}" for m in range(now_minute - minutes + 1, now_minute + 1) for kind in ("ms", "n")]
+        with self.client.pipeline(transaction=False) as pipe:
+            for queue in queues:
+                pipe.hmget(self._runtime_key(queue), fields)
+            raw = pipe.execute()
+        out: dict[str, float | None] = {}
+        for queue, values in zip(queues, raw, strict=True):
+            total = sum(float(v) for v in values[0::2] if v is not None)
+            jobs = sum(int(v) for v in values[1::2] if v is not None)
+            out[queue] = total / jobs if jobs else None
+        return out
 
     # -- pausing ---------------------------------------------------------------------------------
 

@@ -1,0 +1,157 @@
+"""kopf handlers: thin. Each calls the one reconcile pass and writes its status once.
+
+No handler here makes kopf put a finalizer on a QueueSupervisor (no per-object timers, daemons or
+delete handlers): deleting one never hangs, even with the operator down, and its children go by
+ownerReference garbage collection. Auto-balancing and status refresh are one loop over a kopf index.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import time
+from typing import Any
+
+import kopf
+
+from fairway.manifests import validate_spec
+from fairway.spec import API_GROUP, API_VERSION, KIND, PLURAL
+from fairway_operator.desired import DEFAULT_IMAGE, MANAGED_BY, POOL_LABEL, desired
+from fairway_operator.drift import drifted
+from fairway_operator.kube import Kube
+from fairway_operator.reconcile import POOL_ANNOTATION, Outcome, Reconciler
+from fairway_operator.settings import configure_persistence
+
+log = logging.getLogger("fairway.operator")
+RESOURCE = (API_GROUP, API_VERSION, PLURAL)
+LOOP_TICK_S = 1.0
+STATUS_INTERVAL_S = 10.0
+
+
+def _reconciler(memo: kopf.Memo) -> Reconciler:
+    if getattr(memo, "reconciler", None) is None:
+        memo.reconciler = Reconciler(Kube(), default_image=getattr(memo, "worker_image", None) or DEFAULT_IMAGE)
+    reconciler: Reconciler = memo.reconciler
+    return reconciler
+
+
+@kopf.on.startup()
+async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, supervisors: kopf.Index, **_: Any) -> None:
+    configure_persistence(settings)
+    settings.posting.level = logging.WARNING
+    _reconciler(memo)
+    memo.loop_task = asyncio.create_task(_balance_and_refresh(memo, supervisors))
+
+
+@kopf.on.cleanup()
+async def cleanup(memo: kopf.Memo, **_: Any) -> None:
+    task = getattr(memo, "loop_task", None)
+    if task is not None:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+@kopf.index(*RESOURCE)
+def supervisors(body: kopf.Body, namespace: str, name: str, **_: Any) -> dict[tuple[str, str], dict[str, Any]]:
+    """Every supervisor's latest body, for the balancing loop and for drift checks on child events."""
+    return {(namespace, name): copy.deepcopy(dict(body))}
+
+
+def _report(body: kopf.Body, outcome: Outcome) -> None:
+    if not outcome.valid:
+        kopf.warn(body, reason="SpecInvalid", message="; ".join(outcome.errors))
+
+
+@kopf.on.resume(*RESOURCE)
+@kopf.on.create(*RESOURCE)
+@kopf.on.update(*RESOURCE)
+async def reconcile_supervisor(body: kopf.Body, memo: kopf.Memo, patch: kopf.Patch, **_: Any) -> None:
+    outcome = await asyncio.to_thread(_reconciler(memo).reconcile, copy.deepcopy(dict(body)))
+    if outcome.status is not None:
+        patch.setdefault("status", {}).update(outcome.status)  # one write, together with kopf's annotations
+    _report(body, outcome)
+    if outcome.api_error:
+        raise kopf.TemporaryError(outcome.api_error, delay=10)
+
+
+async def _repair(memo: kopf.Memo, parent: dict[str, Any]) -> None:
+    reconciler = _reconciler(memo)
+    outcome = await asyncio.to_thread(reconciler.reconcile, parent)
+    if outcome.status is not None:
+        meta = parent["metadata"]
+        await asyncio.to_thread(reconciler.kube.patch_status, meta["namespace"], meta["name"], outcome.status)
+
+
+@kopf.on.event("apps", "v1", "deployments", labels={MANAGED_BY: "fairway"})
+@kopf.on.event("v1", "configmaps", labels={MANAGED_BY: "fairway"})
+async def child_changed(
+    event: kopf.RawEvent, body: kopf.Body, memo: kopf.Memo, supervisors: kopf.Index, **_: Any
+) -> None:
+    """A child deleted or edited by hand comes back; our own applies never count as drift."""
+    owner = next((r for r in body.metadata.get("ownerReferences", []) if r.get("kind") == KIND), None)
+    if owner is None:
+        return
+    parents = supervisors.get((body.metadata.namespace, owner["name"]))
+    parent = next(iter(parents), None) if parents else None
+    if parent is None or parent["metadata"].get("uid") != owner.get("uid"):
+        return  # the supervisor is gone (garbage collection removes the child) or it is not ours
+    if parent["metadata"].get("deletionTimestamp"):
+        return
+    if event.get("type") == "DELETED" or _child_drifted(parent, dict(body)):
+        await _repair(memo, parent)
+
+
+def _child_drifted(parent: dict[str, Any], child: dict[str, Any]) -> bool:
+    report = validate_spec(parent.get("spec"), parent["metadata"]["name"])
+    if report.spec is None:
+        return False  # invalid specs leave the children alone
+    pool = (child["metadata"].get("annotations") or {}).get(POOL_ANNOTATION) or ""
+    current = {pool: (child.get("spec") or {}).get("replicas") or 0} if child.get("kind") == "Deployment" else {}
+    wanted = next(
+        (
+            c
+            for c in desired(parent, report.spec, current)
+            if c["kind"] == child.get("kind") and c["metadata"]["name"] == child["metadata"]["name"]
+        ),
+        None,
+    )
+    if wanted is None:
+        return True  # no longer desired: the pass prunes it
+    if child.get("kind") == "Deployment" and POOL_LABEL not in (child["metadata"].get("labels") or {}):
+        return True
+    return drifted(wanted, child)
+
+
+async def _balance_and_refresh(memo: kopf.Memo, index: kopf.Index) -> None:
+    """Every balanceCooldown: rebalance none/auto pools; every STATUS_INTERVAL_S: refresh figures."""
+    balanced: dict[tuple[str, str], float] = {}
+    refreshed: dict[tuple[str, str], float] = {}
+    reconciler = _reconciler(memo)
+    while True:
+        await asyncio.sleep(getattr(memo, "loop_tick_s", LOOP_TICK_S))
+        now = time.monotonic()
+        for key in list(index):
+            body = next(iter(index.get(key) or []), None)
+            if body is None or body["metadata"].get("deletionTimestamp"):
+                continue
+            spec = body.get("spec") or {}
+            cooldown = float(spec.get("balanceCooldown", 3))
+            due_balance = spec.get("balance", "none") != "simple" and now - balanced.get(key, 0) >= cooldown
+            due_status = now - refreshed.get(key, 0) >= getattr(memo, "status_interval_s", STATUS_INTERVAL_S)
+            if not (due_balance or due_status):
+                continue
+            try:
+                outcome = await asyncio.to_thread(reconciler.reconcile, body, apply=False, rebalance_now=due_balance)
+                if outcome.status is not None:
+                    meta = body["metadata"]
+                    await asyncio.to_thread(
+                        reconciler.kube.patch_status, meta["namespace"], meta["name"], outcome.status
+                    )
+            except Exception as exc:  # one supervisor's trouble never stops the loop for the others
+                log.warning("periodic pass for %s/%s failed: %s", key[0], key[1], exc)
+            balanced[key] = now if due_balance else balanced.get(key, 0)
+            refreshed[key] = now
+        for gone in set(balanced) - set(index):
+            balanced.pop(gone, None)
+            refreshed.pop(gone, None)

@@ -1,0 +1,120 @@
+"""All Kubernetes API calls the operator makes (besides kopf's own watching), through the official client.
+
+Children are written with server-side apply under one field manager (`fairway`), forced, so the
+operator owns exactly the fields it sets and never fights other controllers over the rest (an HPA's
+or a human's annotations survive). The balancer changes only `spec.replicas`, with a merge patch.
+Every verb used here is listed in `fairway_operator.rbac`, which the Helm chart renders.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable
+from typing import Any
+
+import kubernetes
+from kubernetes.client import ApiClient, ApiException, AppsV1Api, CoreV1Api, CustomObjectsApi
+
+from fairway.spec import API_GROUP, API_VERSION, PLURAL
+from fairway_operator.desired import MANAGED_BY, SUPERVISOR_LABEL
+from fairway_operator.names import dns_label
+
+FIELD_MANAGER = "fairway"
+APPLY = "application/apply-patch+yaml"
+MERGE = "application/merge-patch+json"
+
+
+class Kube:
+    def __init__(self, api_client: ApiClient | None = None) -> None:
+        client = api_client or ApiClient()
+        self.apps = AppsV1Api(client)
+        self.core = CoreV1Api(client)
+        self.custom = CustomObjectsApi(client)
+
+    # -- children --------------------------------------------------------------------------------
+
+    def apply(self, obj: dict[str, Any]) -> None:
+        """Server-side apply. A real API server creates missing objects on apply; a 404 (from servers
+        or test doubles that do not) falls back to a create."""
+        meta = obj["metadata"]
+        name, namespace, kind = meta["name"], meta["namespace"], obj["kind"]
+        patch: Any
+        create: Any
+        patch, create = {
+            "Deployment": (self.apps.patch_namespaced_deployment, self.apps.create_namespaced_deployment),
+            "ConfigMap": (self.core.patch_namespaced_config_map, self.core.create_namespaced_config_map),
+        }[kind]
+        try:
+            patch(name, namespace, obj, field_manager=FIELD_MANAGER, force=True, _content_type=APPLY)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            create(namespace, obj, field_manager=FIELD_MANAGER)
+
+    def owned(self, namespace: str, supervisor: str) -> list[dict[str, Any]]:
+        """Deployments and ConfigMaps labelled as this supervisor's children."""
+        wanted = {MANAGED_BY: "fairway", SUPERVISOR_LABEL: dns_label(supervisor)}
+        selector = ",".join(f"{k}={v}" for k, v in wanted.items())
+        client = self.apps.api_client
+        found: list[dict[str, Any]] = []
+        for kind, lister in (
+            ("Deployment", self.apps.list_namespaced_deployment),
+            ("ConfigMap", self.core.list_namespaced_config_map),
+        ):
+            for item in lister(namespace, label_selector=selector).items:
+                raw = client.sanitize_for_serialization(item)
+                labels = (raw.get("metadata") or {}).get("labels") or {}
+                if all(labels.get(k) == v for k, v in wanted.items()):  # also when a server ignores selectors
+                    raw["kind"] = kind
+                    found.append(raw)
+        return found
+
+    def delete(self, kind: str, namespace: str, name: str) -> None:
+        delete = {
+            "Deployment": self.apps.delete_namespaced_deployment,
+            "ConfigMap": self.core.delete_namespaced_config_map,
+        }[kind]
+        try:
+            delete(name, namespace)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+    def scale(self, namespace: str, name: str, replicas: int) -> None:
+        """Change only spec.replicas (the balancer's one field)."""
+        self.apps.patch_namespaced_deployment(name, namespace, {"spec": {"replicas": replicas}}, _content_type=MERGE)
+
+    # -- the supervisor --------------------------------------------------------------------------
+
+    def get_supervisor(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            obj: Any = self.custom.get_namespaced_custom_object(API_GROUP, API_VERSION, namespace, PLURAL, name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return obj
+
+    def patch_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        self.custom.patch_namespaced_custom_object_status(
+            API_GROUP, API_VERSION, namespace, PLURAL, name, {"status": status}, _content_type=MERGE
+        )
+
+    def secret_value(self, namespace: str, name: str, key: str) -> str:
+        secret = self.core.read_namespaced_secret(name, namespace)
+        data = secret.data or {}
+        if key not in data:
+            raise KeyError(f"Secret {namespace}/{name} has no key {key!r}")
+        return base64.b64decode(data[key]).decode()
+
+
+def load_config() -> None:
+    """For `fairway operator`: in-cluster credentials when running in a pod, else the kubeconfig."""
+    try:
+        kubernetes.config.load_incluster_config()
+    except kubernetes.config.ConfigException:
+        kubernetes.config.load_kube_config()
+
+
+def names_of(objs: Iterable[dict[str, Any]]) -> set[tuple[str, str]]:
+    return {(o["kind"], o["metadata"]["name"]) for o in objs}

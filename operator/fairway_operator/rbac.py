@@ -1,0 +1,32 @@
+"""The least RBAC the operator needs, in one place: the Helm chart renders exactly these rules.
+
+Every API call in `kube.py` and everything kopf does (watching, posting Events, peering) is covered;
+nothing else is granted. Secrets are read (`get` only) to find a supervisor's Redis URL.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fairway.spec import API_GROUP, PLURAL
+
+RULES: list[dict[str, Any]] = [
+    {"apiGroups": [API_GROUP], "resources": [PLURAL], "verbs": ["get", "list", "watch", "patch"]},
+    {"apiGroups": [API_GROUP], "resources": [f"{PLURAL}/status"], "verbs": ["get", "patch"]},
+    {
+        "apiGroups": ["apps"],
+        "resources": ["deployments"],
+        "verbs": ["get", "list", "watch", "create", "patch", "delete"],
+    },
+    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch", "create", "patch", "delete"]},
+    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},
+    {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create"]},
+    {"apiGroups": ["kopf.dev"], "resources": ["kopfpeerings"], "verbs": ["get", "list", "watch", "patch"]},
+]
+
+# Only needed when the operator watches every namespace (kopf discovers namespaces and cluster peering).
+CLUSTER_ONLY_RULES: list[dict[str, Any]] = [
+    {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list", "watch"]},
+    {"apiGroups": ["kopf.dev"], "resources": ["clusterkopfpeerings"], "verbs": ["get", "list", "watch", "patch"]},
+    {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["list", "watch"]},
+]

@@ -1,0 +1,163 @@
+"""The real kopf operator against kmock's KubernetesEmulator over HTTP, with a real Redis.
+
+Adapted from shared/reference/kopf_kmock_conftest.py (kopf 1.45.2, kmock 0.8). The emulator lacks what
+a real API server does (see shared/KOPF-KMOCK.md): no garbage collection, no controllers filling in
+Deployment status, server-side apply as a plain merge. Tests that need those set the state
+themselves and say so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import datetime
+import itertools
+import logging
+import os
+import threading
+import uuid
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import jsonpatch
+import kmock
+import kopf
+import kubernetes
+import pytest_asyncio
+
+import fairway_operator.handlers  # noqa: F401  (registers the operator's handlers)
+
+logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+VERBS = {"get", "list", "watch", "create", "update", "patch", "delete"}
+
+
+class Emulator(kmock.KubernetesEmulator):  # type: ignore[misc]
+    """kmock 0.8 + what kopf needs: stamped uid/resourceVersion/generation, 422 on conflicts, gap-free watches."""
+
+    _rv = itertools.count(1)
+
+    async def _handle(self, request: kmock.Request) -> Any:
+        data, rv = request.data, str(next(self._rv))
+        if request.action == kmock.action.CREATE and isinstance(data, dict):
+            meta = data.setdefault("metadata", {})
+            meta.setdefault("uid", str(uuid.uuid4()))
+            if not meta.get("name") and meta.get("generateName"):
+                meta["name"] = meta["generateName"] + meta["uid"][:5]
+            meta.setdefault("creationTimestamp", datetime.datetime.now(datetime.UTC).isoformat())
+            meta.setdefault("generation", 1)
+            meta["resourceVersion"] = rv
+        elif request.action == kmock.action.UPDATE and isinstance(data, dict):
+            meta = data.setdefault("metadata", {})
+            meta["resourceVersion"] = rv
+            if "spec" in data and request.subresource != "status":  # a real server bumps generation on spec changes
+                key = (request.resource, request.namespace, request.name)
+                current = self._objects[key] if key in self._objects else None  # noqa: SIM401 (no .get)
+                meta["generation"] = int((current.raw if current else {}).get("metadata", {}).get("generation", 1)) + 1
+        elif request.action == kmock.action.UPDATE and isinstance(data, list):
+            data.append({"op": "add", "path": "/metadata/resourceVersion", "value": rv})
+        try:
+            return await super()._handle(request)
+        except jsonpatch.JsonPatchTestFailed as e:
+            raise kmock.KubernetesError(status=422, reason="Invalid", message=str(e)) from e
+
+    async def _serve_list(self, request: kmock.Request) -> Any:
+        result = await super()._serve_list(request)
+        return {**result, "metadata": {"resourceVersion": str(next(self._rv))}}
+
+    async def _serve_watch(self, request: kmock.Request) -> Any:
+        yield b""
+        since = request.params.get("resourceVersion", "")
+        since = int(since) if since.isdigit() else 0
+        async with self._lock:
+            marker = await self._buses[request.resource].mark()
+            objs = [
+                obj.raw
+                for (res, ns, name), obj in self.objects.items()
+                if res == request.resource
+                and not obj.deleted
+                and request.namespace in (None, ns)
+                and request.name in (None, name)
+                and int(obj.raw.get("metadata", {}).get("resourceVersion", 0)) > since
+            ]
+        for raw in objs:
+            yield {"type": "ADDED", "object": raw}
+        async for event in marker:
+            meta = event["object"].get("metadata", {})
+            if request.namespace in (None, meta.get("namespace")) and request.name in (None, meta.get("name")):
+                yield event
+
+
+@kopf.on.login()  # test-only: point kopf at the emulator
+def login_to_kmock(memo: kopf.Memo, **_: Any) -> kopf.ConnectionInfo:
+    return kopf.ConnectionInfo(server=getattr(memo, "kmock_url", None) or os.environ["KMOCK_URL"])
+
+
+@pytest_asyncio.fixture
+async def k8s() -> AsyncIterator[Emulator]:
+    async with Emulator() as emulator, kmock.Server(emulator):
+        R = kmock.ResourceInfo
+        emulator.resources["fairway.dev/v1alpha1/queuesupervisors"] = R(
+            kind="QueueSupervisor", singular="queuesupervisor", namespaced=True, verbs=VERBS, subresources={"status"}
+        )
+        emulator.resources["apps/v1/deployments"] = R(
+            kind="Deployment", singular="deployment", namespaced=True, verbs=VERBS
+        )
+        emulator.resources["v1/configmaps"] = R(kind="ConfigMap", singular="configmap", namespaced=True, verbs=VERBS)
+        emulator.resources["v1/secrets"] = R(kind="Secret", singular="secret", namespaced=True, verbs=VERBS)
+        emulator.resources["v1/events"] = R(kind="Event", singular="event", namespaced=True, verbs=VERBS)
+        emulator.resources["v1/namespaces"] = R(kind="Namespace", singular="namespace", namespaced=False, verbs=VERBS)
+        kubernetes.client.Configuration.set_default(kubernetes.client.Configuration(host=str(emulator.url).rstrip("/")))
+        yield emulator
+
+
+@contextlib.asynccontextmanager
+async def running_operator(k8s: Emulator, **memo: Any) -> AsyncIterator[threading.Thread]:
+    """kopf in its own thread and loop: kopf cancels every task of its loop on exit."""
+    stop, ready = threading.Event(), threading.Event()
+    settings = {"kmock_url": str(k8s.url).rstrip("/"), "loop_tick_s": 0.2, "status_interval_s": 1.0, **memo}
+    thread = threading.Thread(
+        target=lambda: asyncio.run(
+            kopf.operator(
+                clusterwide=True,
+                standalone=True,
+                stop_flag=stop,
+                ready_flag=ready,
+                memo=kopf.Memo(**settings),
+            )
+        )
+    )
+    thread.start()
+    try:
+        assert await asyncio.to_thread(ready.wait, 10)
+        yield thread
+    finally:
+        stop.set()
+        await asyncio.to_thread(thread.join, 15)
+    assert not thread.is_alive()
+
+
+@pytest_asyncio.fixture
+async def operator(k8s: Emulator) -> AsyncIterator[threading.Thread]:
+    async with running_operator(k8s) as thread:
+        yield thread
+
+
+async def eventually(fn: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05) -> Any:
+    """Poll a predicate or getter until it returns something truthy or the timeout passes."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        result = fn()
+        result = await result if asyncio.iscoroutine(result) else result
+        if result or asyncio.get_running_loop().time() > deadline:
+            return result
+        await asyncio.sleep(interval)
+
+
+def secret(namespace: str, name: str, url: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": {"url": base64.b64encode(url.encode()).decode()},
+    }

@@ -1,0 +1,135 @@
+"""Status is written only when something changed; conditions move only on a flip; drift is a subset check."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fairway.figures import QueueStats, TenantFigures, bucket_upper_ms
+from fairway.manifests import validate_spec
+from fairway_operator.conditions import set_condition
+from fairway_operator.desired import Pool, desired
+from fairway_operator.drift import drifted
+from fairway_operator.names import dns_label
+from fairway_operator.reconcile import _changed
+from fairway_operator.report import Observations, PoolObservation, build_status
+
+SPEC = {
+    "redis": {"url": "redis://r:6379"},
+    "queues": ["high", "low"],
+    "queueWeights": {"high": 3},
+    "pausedQueues": ["low"],
+    "tenants": {},
+}
+
+
+def observations(ready: int = 2, redis_error: str | None = None, spec: dict[str, Any] = SPEC) -> Observations:
+    report = validate_spec(spec, "shop")
+    pool = Pool("@all", ("high", "low"), True)
+    stats = [QueueStats("high", 5, 1, 0, 2, False, 3.4), QueueStats("low", 0, 0, 0, 0, True, None)]
+    tenants = [TenantFigures("a", waiting=3, histogram={40: 1}), TenantFigures("b", quarantined=True)]
+    return Observations(
+        4,
+        report,
+        [PoolObservation(pool, "fairway-shop", 2, ready)],
+        None if redis_error else stats,
+        None if redis_error else tenants,
+        redis_error,
+        weights=report.spec.effective_weights() if report.spec else {},
+    )
+
+
+def test_condition_time_moves_only_when_status_flips() -> None:
+    first = set_condition([], "Ready", False, "PoolsNotReady", "0/2", 1, "t1")
+    same = set_condition(first, "Ready", False, "PoolsNotReady", "1/2", 1, "t2")
+    flipped = set_condition(same, "Ready", True, "PoolsReady", "ok", 1, "t3")
+    assert same[0]["lastTransitionTime"] == "t1"
+    assert flipped[0]["lastTransitionTime"] == "t3"
+
+
+def test_a_pass_that_observes_nothing_new_writes_nothing() -> None:
+    status = build_status(observations(), {}, "t1")
+    assert _changed({}, status) == status
+    again = build_status(observations(), status, "t2")
+    assert _changed(status, again) is None
+
+
+def test_status_carries_what_users_look_at() -> None:
+    status = build_status(observations(), {}, "t1")
+    conditions = {c["type"]: c for c in status["conditions"]}
+    assert {k: c["status"] for k, c in conditions.items()} == {
+        "Valid": "True",
+        "Ready": "True",
+        "Progressing": "False",
+        "Degraded": "False",
+    }
+    assert all(c["observedGeneration"] == 4 for c in conditions.values())
+    assert status["observedGeneration"] == 4
+    assert status["pools"] == [
+        {"name": "fairway-shop", "queues": ["high", "low", "@tenants"], "desiredReplicas": 2, "readyReplicas": 2}
+    ]
+    high, low = status["queues"]
+    assert (high["name"], high["weight"], high["depth"], high["oldestAgeSeconds"], high["processes"]) == (
+        "high",
+        3,
+        5,
+        3.0,
+        2,
+    )
+    assert low["paused"] is True
+    assert status["tenants"] == {"active": 1, "quarantined": ["b"], "worstP99WaitMs": round(bucket_upper_ms(40))}
+
+
+def test_pools_behind_are_progressing_not_ready() -> None:
+    conditions = {c["type"]: c for c in build_status(observations(ready=1), {}, "t")["conditions"]}
+    assert conditions["Ready"]["status"] == "False" and conditions["Progressing"]["status"] == "True"
+    assert "fairway-shop 1/2" in conditions["Ready"]["message"]
+
+
+def test_unreachable_redis_is_degraded_and_keeps_the_last_figures() -> None:
+    healthy = build_status(observations(), {}, "t1")
+    down = build_status(observations(redis_error="Redis is unreachable: refused"), healthy, "t2")
+    degraded = next(c for c in down["conditions"] if c["type"] == "Degraded")
+    assert (degraded["status"], degraded["reason"]) == ("True", "RedisUnreachable")
+    assert down["queues"] == healthy["queues"]
+
+
+def test_an_invalid_spec_keeps_the_last_pools_and_says_why() -> None:
+    healthy = build_status(observations(), {}, "t1")
+    bad = build_status(observations(spec={**SPEC, "balance": "auto"}), healthy, "t2")
+    valid = next(c for c in bad["conditions"] if c["type"] == "Valid")
+    assert valid["status"] == "False" and "The [shop.queueWeights] option" in valid["message"]
+    assert bad["pools"] == healthy["pools"]
+
+
+def test_drift_ignores_what_the_server_adds_and_catches_what_a_human_changes() -> None:
+    spec = validate_spec(SPEC, "shop").spec
+    assert spec is not None
+    body = {"metadata": {"name": "shop", "namespace": "jobs", "uid": "u"}, "spec": SPEC}
+    cm, dep = desired(body, spec, {})
+    served = {
+        **dep,
+        "metadata": {**dep["metadata"], "resourceVersion": "9", "labels": {**dep["metadata"]["labels"], "team": "x"}},
+        "spec": {**dep["spec"], "progressDeadlineSeconds": 600, "revisionHistoryLimit": 10},
+    }
+    assert not drifted(dep, served)
+    container = {**dep["spec"]["template"]["spec"]["containers"][0], "image": "evil"}
+    tampered = {
+        **served,
+        "spec": {
+            **served["spec"],
+            "template": {
+                **dep["spec"]["template"],
+                "spec": {**dep["spec"]["template"]["spec"], "containers": [container]},
+            },
+        },
+    }
+    assert drifted(dep, tampered)
+    assert drifted(cm, {**cm, "data": {"worker.yaml": "queues: []"}})
+    assert not drifted(cm, {**cm, "metadata": {**cm["metadata"], "uid": "x"}})
+
+
+def test_dns_labels() -> None:
+    assert dns_label("fairway", "shop") == "fairway-shop"
+    assert dns_label("Shop") != dns_label("shop") and len(dns_label("Shop")) <= 63
+    assert len(dns_label("x" * 300)) == 63
+    assert dns_label("a.b") != dns_label("a-b")
