@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
+from fairway.pools import Pool, initial_replicas, pools, worker_config
 from fairway.spec import API_GROUP, API_VERSION, KIND, QueueSupervisorSpec
 from fairway_operator.names import dns_label, pool_label
 
@@ -25,29 +25,7 @@ SUPERVISOR_LABEL = f"{API_GROUP}/supervisor"
 POOL_LABEL = f"{API_GROUP}/pool"
 CONFIG_HASH = f"{API_GROUP}/config-hash"
 CONFIG_PATH = "/etc/fairway/worker.yaml"
-TENANTS_POOL = "@tenants"
-ALL_POOL = "@all"
 RUN_AS = 10001
-
-
-@dataclass(frozen=True)
-class Pool:
-    name: str  # the queue it serves, or @tenants / @all
-    queues: tuple[str, ...]
-    tenants: bool
-
-    @property
-    def label(self) -> str:
-        return pool_label(self.name.lstrip("@"))
-
-
-def pools(spec: QueueSupervisorSpec) -> list[Pool]:
-    if spec.balance == "none":
-        return [Pool(ALL_POOL, tuple(spec.queues), spec.tenants is not None)]
-    out = [Pool(queue, (queue,), False) for queue in spec.queues]
-    if spec.tenants is not None:
-        out.append(Pool(TENANTS_POOL, (), True))
-    return out
 
 
 def child_name(supervisor: str, pool: Pool, balance: str) -> str:
@@ -56,61 +34,6 @@ def child_name(supervisor: str, pool: Pool, balance: str) -> str:
     # A hash of (supervisor, pool) keeps names unique when they are cut or when two pairs join alike.
     digest = hashlib.sha1(f"{supervisor}\0{pool.name}".encode()).hexdigest()[:6]
     return f"{dns_label('fairway', supervisor, pool.name.lstrip('@'))[: 63 - 7].rstrip('-')}-{digest}"
-
-
-def split_evenly(total: int, parts: int, least: int) -> list[int]:
-    """Horizon's simple balancing: maxProcesses split evenly, the remainder to the first pools."""
-    base, extra = divmod(total, parts)
-    return [max(least, base + (1 if index < extra else 0)) for index in range(parts)]
-
-
-def initial_replicas(spec: QueueSupervisorSpec, current: Mapping[str, int]) -> dict[str, int]:
-    """Replicas per pool name: fixed for simple; for none/auto, the balancer's current value or min."""
-    all_pools = pools(spec)
-    if spec.balance == "simple":
-        return dict(
-            zip(
-                (p.name for p in all_pools),
-                split_evenly(spec.max_processes, len(all_pools), spec.min_processes),
-                strict=True,
-            )
-        )
-    return {
-        p.name: min(spec.max_processes, max(spec.min_processes, current.get(p.name, spec.min_processes)))
-        for p in all_pools
-    }
-
-
-def worker_config(spec: QueueSupervisorSpec, pool: Pool) -> dict[str, Any]:
-    """The WorkerSettings a pool's workers read (everything but the Redis URL, which comes from env)."""
-    config: dict[str, Any] = {
-        "queues": list(pool.queues),
-        "block_for_s": spec.block_for,
-        "tries": spec.tries,
-        "backoff_s": list(spec.backoff),
-        "timeout_s": spec.timeout,
-        "retry_after_s": spec.effective_retry_after,
-        "max_jobs": spec.max_jobs,
-        "max_time_s": spec.max_time,
-        "memory_mib": spec.memory,
-        "handlers": list(spec.worker.handlers),
-        "log_format": "json",
-        "cluster": spec.redis.cluster,
-    }
-    if spec.balance == "none" and spec.queue_weights:
-        config["weights"] = {q: w for q, w in spec.effective_weights().items() if q in pool.queues}
-    if pool.tenants and spec.tenants is not None:
-        t = spec.tenants
-        config["tenants"] = {
-            "queue_prefix": t.queue_prefix,
-            "max_consecutive": t.max_consecutive_jobs,
-            "quarantine_failures": t.quarantine.failures,
-            "quarantine_window_s": t.quarantine.window_seconds,
-            "sample_rate": t.quarantine.sample_rate,
-        }
-        if spec.balance == "none" and t.weight is not None:
-            config["tenants"]["weight"] = spec.tenant_weight
-    return config
 
 
 def _owner(body: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -172,7 +95,7 @@ def desired(
         labels = {
             MANAGED_BY: "fairway",
             SUPERVISOR_LABEL: dns_label(name),
-            POOL_LABEL: pool.label,
+            POOL_LABEL: pool_label(pool.name.lstrip("@")),
             "app.kubernetes.io/name": "fairway-worker",
         }
         config_text = yaml.safe_dump(worker_config(spec, pool), sort_keys=True)

@@ -8,7 +8,9 @@ ownerReference garbage collection. Auto-balancing and status refresh are one loo
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import copy
+import functools
 import logging
 import time
 from typing import Any
@@ -27,6 +29,7 @@ log = logging.getLogger("fairway.operator")
 RESOURCE = (API_GROUP, API_VERSION, PLURAL)
 LOOP_TICK_S = 1.0
 STATUS_INTERVAL_S = 10.0
+PASS_CONCURRENCY = 16
 
 
 def _reconciler(memo: kopf.Memo) -> Reconciler:
@@ -124,34 +127,59 @@ def _child_drifted(parent: dict[str, Any], child: dict[str, Any]) -> bool:
 
 
 async def _balance_and_refresh(memo: kopf.Memo, index: kopf.Index) -> None:
-    """Every balanceCooldown: rebalance none/auto pools; every STATUS_INTERVAL_S: refresh figures."""
+    """Every balanceCooldown: rebalance none/auto pools; every STATUS_INTERVAL_S: refresh figures.
+
+    Due supervisors are visited concurrently (PASS_CONCURRENCY at a time, in their own threads), so
+    hundreds of them keep their cooldowns; one supervisor's trouble never holds up the others.
+    """
     balanced: dict[tuple[str, str], float] = {}
     refreshed: dict[tuple[str, str], float] = {}
     reconciler = _reconciler(memo)
-    while True:
-        await asyncio.sleep(getattr(memo, "loop_tick_s", LOOP_TICK_S))
-        now = time.monotonic()
-        for key in list(index):
-            body = next(iter(index.get(key) or []), None)
-            if body is None or body["metadata"].get("deletionTimestamp"):
-                continue
-            spec = body.get("spec") or {}
-            cooldown = float(spec.get("balanceCooldown", 3))
-            due_balance = spec.get("balance", "none") != "simple" and now - balanced.get(key, 0) >= cooldown
-            due_status = now - refreshed.get(key, 0) >= getattr(memo, "status_interval_s", STATUS_INTERVAL_S)
-            if not (due_balance or due_status):
-                continue
-            try:
-                outcome = await asyncio.to_thread(reconciler.reconcile, body, apply=False, rebalance_now=due_balance)
-                if outcome.status is not None:
-                    meta = body["metadata"]
-                    await asyncio.to_thread(
-                        reconciler.kube.patch_status, meta["namespace"], meta["name"], outcome.status
-                    )
-            except Exception as exc:  # one supervisor's trouble never stops the loop for the others
-                log.warning("periodic pass for %s/%s failed: %s", key[0], key[1], exc)
-            balanced[key] = now if due_balance else balanced.get(key, 0)
-            refreshed[key] = now
-        for gone in set(balanced) - set(index):
-            balanced.pop(gone, None)
-            refreshed.pop(gone, None)
+    pool = concurrent.futures.ThreadPoolExecutor(PASS_CONCURRENCY, thread_name_prefix="fairway-pass")
+    loop = asyncio.get_running_loop()
+    running: set[tuple[str, str]] = set()
+
+    async def visit(key: tuple[str, str], body: dict[str, Any], due_balance: bool) -> None:
+        try:
+            outcome = await loop.run_in_executor(
+                pool, functools.partial(reconciler.reconcile, body, apply=False, rebalance_now=due_balance)
+            )
+            if outcome.status is not None:
+                meta = body["metadata"]
+                await loop.run_in_executor(
+                    pool, reconciler.kube.patch_status, meta["namespace"], meta["name"], outcome.status
+                )
+        except Exception as exc:
+            log.warning("periodic pass for %s/%s failed: %s", key[0], key[1], exc)
+        finally:
+            running.discard(key)
+
+    tasks: set[asyncio.Task[None]] = set()
+    try:
+        while True:
+            await asyncio.sleep(getattr(memo, "loop_tick_s", LOOP_TICK_S))
+            now = time.monotonic()
+            for key in list(index):
+                body = next(iter(index.get(key) or []), None)
+                if body is None or key in running or body["metadata"].get("deletionTimestamp"):
+                    continue
+                spec = body.get("spec") or {}
+                cooldown = float(spec.get("balanceCooldown", 3))
+                due_balance = spec.get("balance", "none") != "simple" and now - balanced.get(key, 0) >= cooldown
+                due_status = now - refreshed.get(key, 0) >= getattr(memo, "status_interval_s", STATUS_INTERVAL_S)
+                if not (due_balance or due_status):
+                    continue
+                running.add(key)
+                if due_balance:
+                    balanced[key] = now
+                refreshed[key] = now
+                task = asyncio.create_task(visit(key, body, due_balance))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+            for gone in set(balanced) - set(index):
+                balanced.pop(gone, None)
+                refreshed.pop(gone, None)
+    finally:
+        for task in tasks:
+            task.cancel()
+        pool.shutdown(wait=False, cancel_futures=True)

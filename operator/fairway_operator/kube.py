@@ -51,16 +51,19 @@ class Kube:
                 raise
             create(namespace, obj, field_manager=FIELD_MANAGER)
 
-    def owned(self, namespace: str, supervisor: str) -> list[dict[str, Any]]:
-        """Deployments and ConfigMaps labelled as this supervisor's children."""
+    def owned(
+        self, namespace: str, supervisor: str, kinds: tuple[str, ...] = ("Deployment", "ConfigMap")
+    ) -> list[dict[str, Any]]:
+        """Deployments and/or ConfigMaps labelled as this supervisor's children."""
         wanted = {MANAGED_BY: "fairway", SUPERVISOR_LABEL: dns_label(supervisor)}
         selector = ",".join(f"{k}={v}" for k, v in wanted.items())
         client = self.apps.api_client
         found: list[dict[str, Any]] = []
-        for kind, lister in (
-            ("Deployment", self.apps.list_namespaced_deployment),
-            ("ConfigMap", self.core.list_namespaced_config_map),
-        ):
+        listers: dict[str, Any] = {
+            "Deployment": self.apps.list_namespaced_deployment,
+            "ConfigMap": self.core.list_namespaced_config_map,
+        }
+        for kind, lister in ((k, listers[k]) for k in kinds):
             for item in lister(namespace, label_selector=selector).items:
                 raw = client.sanitize_for_serialization(item)
                 labels = (raw.get("metadata") or {}).get("labels") or {}

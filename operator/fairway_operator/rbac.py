@@ -30,3 +30,11 @@ CLUSTER_ONLY_RULES: list[dict[str, Any]] = [
     {"apiGroups": ["kopf.dev"], "resources": ["clusterkopfpeerings"], "verbs": ["get", "list", "watch", "patch"]},
     {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["list", "watch"]},
 ]
+
+
+def rules_yaml() -> str:
+    """The chart's copy (charts/fairway/files/rbac-rules.yaml); a test keeps it equal to this."""
+    import yaml
+
+    header = "# Generated from fairway_operator/rbac.py; a test fails when they differ.\n"
+    return header + yaml.safe_dump({"namespaced": RULES, "clusterOnly": CLUSTER_ONLY_RULES}, sort_keys=False)

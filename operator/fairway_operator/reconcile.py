@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import logging
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,11 +18,12 @@ from typing import Any
 from kubernetes.client import ApiException
 
 from fairway.figures import QueueStats, TenantFigures
+from fairway.load import rebalanced
 from fairway.manifests import validate_spec
+from fairway.pools import Pool, pools
 from fairway.spec import QueueSupervisorSpec
 from fairway.store import CONNECTION_ERRORS, Store, connect, tenant_figures
-from fairway_operator.balancing import Limits, pool_load, rebalance
-from fairway_operator.desired import DEFAULT_IMAGE, Pool, child_name, desired, pools
+from fairway_operator.desired import DEFAULT_IMAGE, child_name, desired
 from fairway_operator.kube import Kube, names_of
 from fairway_operator.report import Observations, PoolObservation, build_status
 
@@ -57,11 +59,15 @@ class RedisViews:
             return self._stores[key]
 
 
+SECRET_CACHE_S = 30.0
+
+
 class Reconciler:
     def __init__(self, kube: Kube, redis: RedisViews | None = None, default_image: str = DEFAULT_IMAGE) -> None:
         self.kube = kube
         self.redis = redis or RedisViews()
         self.default_image = default_image
+        self._secrets: dict[tuple[str, str, str], tuple[float, str]] = {}
 
     # -- Redis -----------------------------------------------------------------------------------
 
@@ -70,7 +76,13 @@ class Reconciler:
             return spec.redis.url
         ref = spec.redis.secret_ref
         assert ref is not None  # the spec rules require exactly one of url and secretRef
-        return self.kube.secret_value(namespace, ref.name, ref.key)
+        key = (namespace, ref.name, ref.key)
+        cached = self._secrets.get(key)
+        if cached is not None and time.monotonic() - cached[0] < SECRET_CACHE_S:
+            return cached[1]  # a rotated Secret is picked up within SECRET_CACHE_S
+        url = self.kube.secret_value(namespace, ref.name, ref.key)
+        self._secrets[key] = (time.monotonic(), url)
+        return url
 
     def _store(self, namespace: str, spec: QueueSupervisorSpec) -> Store:
         return self.redis.store(self.redis_url(namespace, spec), spec.redis.cluster)
@@ -105,7 +117,7 @@ class Reconciler:
         api_error = None
         pool_obs: list[PoolObservation] = []
         try:
-            owned = self.kube.owned(namespace, name)
+            owned = self.kube.owned(namespace, name, ("Deployment", "ConfigMap") if apply else ("Deployment",))
             current = {
                 (o["metadata"].get("annotations") or {}).get(POOL_ANNOTATION, ""): o["spec"].get("replicas") or 0
                 for o in owned
@@ -119,7 +131,7 @@ class Reconciler:
             stats, figures, redis_error = self.observe_redis(namespace, spec)
             before = dict(current)
             if rebalance_now and spec.balance != "simple" and redis_error is None:
-                current = self._rebalanced(namespace, spec, current)
+                current = rebalanced(self._store(namespace, spec), spec, current, stats, figures)
             children = desired(body, spec, current, self.default_image)
             if apply:
                 self._apply(namespace, meta.get("uid"), children, owned)
@@ -169,27 +181,6 @@ class Reconciler:
             ours = not uid or any(r.get("uid") == uid for r in refs)
             if ours and (obj["kind"], obj["metadata"]["name"]) not in keep:
                 self.kube.delete(obj["kind"], namespace, obj["metadata"]["name"])
-
-    def _rebalanced(self, namespace: str, spec: QueueSupervisorSpec, current: Mapping[str, int]) -> dict[str, int]:
-        """New replicas for the balancer-owned pools, from queue sizes and recent runtimes."""
-        store = self._store(namespace, spec)
-        group = f"@{spec.tenants.queue_prefix}" if spec.tenants else None
-        sizes = {s.queue: s.ready for s in store.stats(spec.queues)} if spec.queues else {}
-        if spec.tenants is not None and group is not None:
-            sizes[group] = sum(f.waiting for f in tenant_figures(store, spec.tenants.queue_prefix, 3600))
-        runtimes = store.average_runtimes_ms(list(sizes))
-        loads = [
-            pool_load(
-                p.name,
-                [*p.queues, *([group] if p.tenants and group else [])],
-                sizes,
-                runtimes,
-                current.get(p.name, spec.min_processes),
-            )
-            for p in pools(spec)
-        ]
-        limits = Limits(spec.min_processes, spec.max_processes, spec.balance_max_shift, spec.auto_scaling_strategy)
-        return rebalance(loads, limits, balancing=spec.balance == "auto")
 
 
 def _pool_of(spec: QueueSupervisorSpec, deployment: Mapping[str, Any]) -> Pool:

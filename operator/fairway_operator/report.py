@@ -8,8 +8,8 @@ from typing import Any
 
 from fairway.figures import QueueStats, TenantFigures
 from fairway.manifests import ValidationReport
+from fairway.pools import Pool
 from fairway_operator import conditions as c
-from fairway_operator.desired import Pool
 
 
 @dataclass(frozen=True)

@@ -93,29 +93,35 @@ def login_to_kmock(memo: kopf.Memo, **_: Any) -> kopf.ConnectionInfo:
     return kopf.ConnectionInfo(server=getattr(memo, "kmock_url", None) or os.environ["KMOCK_URL"])
 
 
+def declare_resources(emulator: Emulator) -> None:
+    """What the operator and kopf need in discovery (kopf watches nothing without v1/namespaces)."""
+    R = kmock.ResourceInfo
+    emulator.resources["fairway.dev/v1alpha1/queuesupervisors"] = R(
+        kind="QueueSupervisor", singular="queuesupervisor", namespaced=True, verbs=VERBS, subresources={"status"}
+    )
+    emulator.resources["apps/v1/deployments"] = R(
+        kind="Deployment", singular="deployment", namespaced=True, verbs=VERBS, subresources={"status"}
+    )
+    emulator.resources["v1/configmaps"] = R(kind="ConfigMap", singular="configmap", namespaced=True, verbs=VERBS)
+    emulator.resources["v1/secrets"] = R(kind="Secret", singular="secret", namespaced=True, verbs=VERBS)
+    emulator.resources["v1/events"] = R(kind="Event", singular="event", namespaced=True, verbs=VERBS)
+    emulator.resources["v1/namespaces"] = R(kind="Namespace", singular="namespace", namespaced=False, verbs=VERBS)
+
+
 @pytest_asyncio.fixture
 async def k8s() -> AsyncIterator[Emulator]:
     async with Emulator() as emulator, kmock.Server(emulator):
-        R = kmock.ResourceInfo
-        emulator.resources["fairway.dev/v1alpha1/queuesupervisors"] = R(
-            kind="QueueSupervisor", singular="queuesupervisor", namespaced=True, verbs=VERBS, subresources={"status"}
-        )
-        emulator.resources["apps/v1/deployments"] = R(
-            kind="Deployment", singular="deployment", namespaced=True, verbs=VERBS
-        )
-        emulator.resources["v1/configmaps"] = R(kind="ConfigMap", singular="configmap", namespaced=True, verbs=VERBS)
-        emulator.resources["v1/secrets"] = R(kind="Secret", singular="secret", namespaced=True, verbs=VERBS)
-        emulator.resources["v1/events"] = R(kind="Event", singular="event", namespaced=True, verbs=VERBS)
-        emulator.resources["v1/namespaces"] = R(kind="Namespace", singular="namespace", namespaced=False, verbs=VERBS)
+        declare_resources(emulator)
         kubernetes.client.Configuration.set_default(kubernetes.client.Configuration(host=str(emulator.url).rstrip("/")))
         yield emulator
 
 
 @contextlib.asynccontextmanager
-async def running_operator(k8s: Emulator, **memo: Any) -> AsyncIterator[threading.Thread]:
+async def running_operator(k8s: Emulator | str, **memo: Any) -> AsyncIterator[threading.Thread]:
     """kopf in its own thread and loop: kopf cancels every task of its loop on exit."""
     stop, ready = threading.Event(), threading.Event()
-    settings = {"kmock_url": str(k8s.url).rstrip("/"), "loop_tick_s": 0.2, "status_interval_s": 1.0, **memo}
+    url = k8s if isinstance(k8s, str) else str(k8s.url).rstrip("/")
+    settings = {"kmock_url": url, "loop_tick_s": 0.2, "status_interval_s": 1.0, **memo}
     thread = threading.Thread(
         target=lambda: asyncio.run(
             kopf.operator(

@@ -232,7 +232,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from fairway.embedded import EmbeddedRedisError
 
     try:
-        return run_demo(args.jobs)
+        return run_demo()
     except EmbeddedRedisError as exc:
         print(f"fairway demo: {exc}", file=sys.stderr)
         return 2
@@ -298,7 +298,7 @@ def cmd_operator(args: argparse.Namespace) -> int:
     import fairway_operator.handlers  # noqa: F401  (registers the handlers)
     from fairway_operator.kube import load_config
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     load_config()
     memo = kopf.Memo(worker_image=args.worker_image)
     asyncio.run(
@@ -312,6 +312,55 @@ def cmd_operator(args: argparse.Namespace) -> int:
             memo=memo,
         )
     )
+    return 0
+
+
+def _reachable(url: str) -> bool:
+    import redis
+
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1).ping()
+        return True
+    except (redis.RedisError, OSError, ValueError):
+        return False
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    import contextlib
+    from pathlib import Path
+
+    from fairway.embedded import EmbeddedRedis, EmbeddedRedisError
+    from fairway.local import Up
+
+    try:
+        documents = load_documents(_read_input(args.file))
+        reports = [validate_document(doc) for doc in documents]
+    except ManifestError as exc:
+        print(f"fairway up: {exc}", file=sys.stderr)
+        return 2
+    bad = [f"{r.name}: {p}" for r in reports for p in r.errors]
+    if bad or not reports:
+        print(
+            "fairway up: " + ("\n  ".join(["invalid supervisors:", *bad]) if bad else "no supervisors"), file=sys.stderr
+        )
+        return 1
+    supervisors = [(r.name, r.spec) for r in reports if r.spec is not None]
+    url = args.redis or next((s.redis.url for _, s in supervisors if s.redis.url), None)
+    with contextlib.ExitStack() as stack:
+        if url is None or (not _reachable(url) and args.embedded_redis is not False):
+            if url is not None:
+                print(f"fairway up: {url} is not reachable; starting a private Redis instead", file=sys.stderr)
+            try:
+                url = stack.enter_context(EmbeddedRedis()).url
+            except EmbeddedRedisError as exc:
+                print(f"fairway up: {exc}", file=sys.stderr)
+                return 2
+            print(f"fairway up: started a private redis-server at {url} (it goes away when this stops)")
+        elif not _reachable(url):
+            print(f"fairway up: {url} is not reachable (and --no-embedded-redis was given)", file=sys.stderr)
+            return 2
+        up = Up(supervisors, url, log_dir=Path(args.logs) if args.logs else None, quiet=args.quiet)
+        return up.run()
     return 0
 
 
@@ -395,9 +444,27 @@ def build_parser() -> argparse.ArgumentParser:
     operator.add_argument("--priority", type=int, default=0, help="peering priority of this replica")
     operator.add_argument("--liveness", default="http://0.0.0.0:8080/healthz", help="liveness endpoint URL")
     operator.add_argument(
+        "--log-level", dest="log_level", default="info", choices=["debug", "info", "warning", "error"]
+    )
+    operator.add_argument(
         "--worker-image", dest="worker_image", default=None, help="image for workers whose spec.worker.image is not set"
     )
     operator.set_defaults(run=cmd_operator)
+
+    up = verbs.add_parser("up", help="run a QueueSupervisor's pools as local worker processes")
+    up.add_argument("-f", "--file", required=True, help="YAML file of QueueSupervisors, or -")
+    up.add_argument("--redis", default=None, help="Redis URL (default: the spec's redis.url)")
+    up.add_argument(
+        "--embedded-redis",
+        dest="embedded_redis",
+        action="store_true",
+        default=None,
+        help="start a private redis-server when no reachable URL is given (the default)",
+    )
+    up.add_argument("--no-embedded-redis", dest="embedded_redis", action="store_false")
+    up.add_argument("--logs", default=None, help="folder for worker logs (default: a new temporary folder)")
+    up.add_argument("--quiet", action="store_true", help="no live table")
+    up.set_defaults(run=cmd_up)
 
     tenants = verbs.add_parser("tenants", help="per-tenant figures: waiting, in flight, failures, p50/p99 wait")
     _redis_args(tenants)
@@ -409,7 +476,6 @@ def build_parser() -> argparse.ArgumentParser:
     tenants.set_defaults(run=cmd_tenants)
 
     demo = verbs.add_parser("demo", help="see Fairway's fairness on a private Redis it starts itself")
-    demo.add_argument("--jobs", type=int, default=3000)
     demo.set_defaults(run=cmd_demo)
     return parser
 

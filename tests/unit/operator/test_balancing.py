@@ -7,7 +7,7 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fairway_operator.balancing import Limits, PoolLoad, pool_load, rebalance, targets
+from fairway.balancing import Limits, PoolLoad, pool_load, rebalance, targets
 
 LIMITS = Limits(min_processes=1, max_processes=10, max_shift=1, strategy="size")
 

@@ -6,8 +6,9 @@ from typing import Any
 
 from fairway.figures import QueueStats, TenantFigures, bucket_upper_ms
 from fairway.manifests import validate_spec
+from fairway.pools import Pool
 from fairway_operator.conditions import set_condition
-from fairway_operator.desired import Pool, desired
+from fairway_operator.desired import desired
 from fairway_operator.drift import drifted
 from fairway_operator.names import dns_label
 from fairway_operator.reconcile import _changed

@@ -1,0 +1,118 @@
+"""`fairway up`: local pools supervised like `php artisan horizon`, on a given or a private Redis."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import redis
+import yaml
+
+from fairway.client import Client
+from fairway.store import Store, connect
+from support.workers import worker_env
+
+
+def manifest(tmp_path: Path, **spec: object) -> Path:
+    body = {
+        "apiVersion": "fairway.dev/v1alpha1",
+        "kind": "QueueSupervisor",
+        "metadata": {"name": "local"},
+        "spec": {
+            "redis": {"secretRef": {"name": "x", "key": "url"}},
+            "queues": ["high", "low"],
+            "worker": {"handlers": ["support.jobs"]},
+            **spec,
+        },
+    }
+    path = tmp_path / "sup.yaml"
+    path.write_text(yaml.safe_dump(body))
+    return path
+
+
+def start_up(path: Path, url: str | None, tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
+    cmd = [sys.executable, "-m", "fairway.cli", "up", "-f", str(path), "--logs", str(tmp_path / "logs"), *extra]
+    if url:
+        cmd += ["--redis", url]
+    return subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=worker_env(url or "redis://127.0.0.1:1/0")
+    )
+
+
+def worker_pids(tmp_path: Path) -> list[int]:
+    pattern = f"worker --config {tmp_path / 'logs'}/"
+    out = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def wait_for(predicate, timeout: float = 20.0) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_up_serves_pauses_restarts_crashed_workers_and_drains(redis_url: str, tmp_path: Path) -> None:
+    path = manifest(tmp_path, balance="simple", maxProcesses=2, pausedQueues=["low"])
+    up = start_up(path, redis_url, tmp_path, "--quiet")
+    try:
+        client = Client(redis_url)
+        client.enqueue_many("record", [[f"h{i}", 0.0] for i in range(10)], queue="high")
+        client.enqueue_many("record", [["l0", 0.0]], queue="low")
+        r = redis.Redis.from_url(redis_url)
+        assert wait_for(lambda: r.llen("test:done") == 10), "the high jobs ran"
+        assert Store(connect(redis_url)).stats(["low"])[0].paused and r.llen("test:done") == 10, "low stays paused"
+        assert wait_for(lambda: len(worker_pids(tmp_path)) == 2)
+        victim = worker_pids(tmp_path)[0]
+        os.kill(victim, signal.SIGKILL)
+        assert wait_for(lambda: len(worker_pids(tmp_path)) == 2 and victim not in worker_pids(tmp_path)), (
+            "the crashed worker was restarted"
+        )
+        client.enqueue("record", "long", 1.5, queue="high")
+        assert wait_for(lambda: b"long" in r.lrange("test:started", 0, -1))
+    finally:
+        up.send_signal(signal.SIGTERM)
+        out, _ = up.communicate(timeout=30)
+    assert up.returncode == 0, out
+    assert b"long" in redis.Redis.from_url(redis_url).lrange("test:done", 0, -1), "draining let the job finish"
+    assert worker_pids(tmp_path) == []
+
+
+def test_up_starts_a_private_redis_when_none_is_reachable(tmp_path: Path) -> None:
+    path = manifest(tmp_path, balance="auto", maxProcesses=4, balanceCooldown=1, autoScalingStrategy="size")
+    up = start_up(path, None, tmp_path)
+    try:
+        assert up.stdout is not None
+        url = None
+        deadline = time.monotonic() + 20
+        lines = []
+        while url is None and time.monotonic() < deadline:
+            line = up.stdout.readline()
+            lines.append(line)
+            match = re.search(r"private redis-server at (redis://127\.0\.0\.1:\d+/0)", line)
+            url = match.group(1) if match else None
+        assert url and ":6379/" not in url, lines
+        Client(url).enqueue_many("sleep", [[0.05]] * 200, queue="high")
+        store = Store(connect(url))
+        assert wait_for(lambda: len(worker_pids(tmp_path)) >= 3, 15), "auto-balancing grew the busy pool"
+        assert wait_for(lambda: store.stats(["high"])[0].ready == 0, 30)
+    finally:
+        up.send_signal(signal.SIGINT)
+        out, _ = up.communicate(timeout=30)
+    assert up.returncode == 0
+    assert "supervisor local (balance auto)" in out and "every worker stopped" in out
+    assert not redis_alive(url)
+
+
+def redis_alive(url: str | None) -> bool:
+    try:
+        return bool(url and redis.Redis.from_url(url, socket_connect_timeout=0.5).ping())
+    except redis.ConnectionError:
+        return False

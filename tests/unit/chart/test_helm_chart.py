@@ -1,0 +1,168 @@
+"""The Helm chart, rendered and linted with real Helm v4 (helm-python-sdk, no binary)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import helm_python as helm
+import kubernetes_validate
+import pytest
+import yaml
+
+from fairway_operator.rbac import CLUSTER_ONLY_RULES, RULES, rules_yaml
+
+ROOT = Path(__file__).resolve().parents[3]
+CHART = ROOT / "charts" / "fairway"
+
+EVERY_VALUE: dict[str, Any] = {
+    "image": {"repository": "registry.example/fairway", "tag": "9.9.9", "pullPolicy": "Always"},
+    "workerImage": "registry.example/shop-workers:1.2.3",
+    "replicaCount": 2,
+    "watchNamespaces": ["shop", "billing"],
+    "logLevel": "debug",
+    "resources": {"requests": {"cpu": "100m", "memory": "200Mi"}, "limits": {"memory": "300Mi"}},
+    "nodeSelector": {"pool": "system"},
+    "tolerations": [{"key": "system", "operator": "Exists", "effect": "NoSchedule"}],
+    "affinity": {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}]}
+                ]
+            }
+        }
+    },
+    "extraEnv": [{"name": "TZ", "value": "UTC"}],
+    "serviceAccount": {"create": True, "name": "fairway-operator"},
+    "crds": {"install": True},
+    "peering": {"name": "shop-peering"},
+    "supervisors": [
+        {
+            "name": "weighted",
+            "namespace": "shop",
+            "spec": yaml.safe_load((ROOT / "examples" / "weighted-shared-pool.yaml").read_text())["spec"],
+        }
+    ],
+}
+
+
+def render(values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    chart = helm.Chart.load(CHART)
+    manifests = chart.render(values or {}, name="fairway", namespace="fairway-system", is_install=True)
+    return [
+        doc for path, text in manifests.items() if path.endswith(".yaml") for doc in yaml.safe_load_all(text) if doc
+    ]
+
+
+def test_notes_tell_the_user_how_to_start() -> None:
+    chart = helm.Chart.load(CHART)
+    notes = next(
+        text for path, text in chart.render({}, name="fairway", namespace="ops").items() if path.endswith("NOTES.txt")
+    )
+    assert "kubectl apply -f" in notes and "kubectl get qsup" in notes and "watches every namespace" in notes
+
+
+def by_kind(objs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [o for o in objs if o["kind"] == kind]
+
+
+def test_lint_has_no_errors_with_defaults_and_with_every_value() -> None:
+    for values in ({}, EVERY_VALUE):
+        report = helm.lint(CHART, values, strict=True)
+        errors = [m for m in report["messages"] if m["severity"] >= 2]
+        assert not errors and not report.get("errors"), report
+
+
+def test_defaults_install_the_crd_operator_and_cluster_rbac() -> None:
+    objs = render()
+    kinds = sorted(o["kind"] for o in objs)
+    assert kinds == ["ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment", "ServiceAccount"]
+    (crd,) = by_kind(objs, "CustomResourceDefinition")
+    assert crd["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    (dep,) = by_kind(objs, "Deployment")
+    container = dep["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"][:2] == ["operator", "--all-namespaces"]
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert dep["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
+    assert container["image"] == "ghcr.io/fairway-dev/fairway:0.1.0"
+
+
+def test_every_value_is_used() -> None:
+    objs = render(EVERY_VALUE)
+    (dep,) = by_kind(objs, "Deployment")
+    pod = dep["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert dep["spec"]["replicas"] == 2
+    assert container["image"] == "registry.example/fairway:9.9.9" and container["imagePullPolicy"] == "Always"
+    assert "--namespace=shop" in container["args"] and "--namespace=billing" in container["args"]
+    assert "--peering=shop-peering" in container["args"] and "--log-level=debug" in container["args"]
+    assert "--worker-image=registry.example/shop-workers:1.2.3" in container["args"]
+    assert container["env"] == [{"name": "TZ", "value": "UTC"}]
+    assert container["resources"]["limits"]["memory"] == "300Mi"
+    assert pod["nodeSelector"] == {"pool": "system"} and pod["tolerations"] and pod["affinity"]
+    assert pod["serviceAccountName"] == "fairway-operator"
+    assert sorted(r["metadata"]["namespace"] for r in by_kind(objs, "Role")) == ["billing", "shop"]
+    assert not by_kind(objs, "ClusterRole")
+    assert sorted(p["metadata"]["namespace"] for p in by_kind(objs, "KopfPeering")) == ["billing", "shop"]
+    crd_names = {c["metadata"]["name"] for c in by_kind(objs, "CustomResourceDefinition")}
+    assert crd_names == {"queuesupervisors.fairway.dev", "kopfpeerings.kopf.dev", "clusterkopfpeerings.kopf.dev"}
+    (sup,) = by_kind(objs, "QueueSupervisor")
+    assert sup["metadata"]["namespace"] == "shop" and sup["spec"]["queueWeights"] == {"high": 3, "default": 2}
+
+
+def test_crds_can_be_left_out() -> None:
+    assert not by_kind(render({"crds": {"install": False}}), "CustomResourceDefinition")
+
+
+def test_the_charts_crd_equals_crds_dir() -> None:
+    shipped = (CHART / "files" / "queuesupervisors.fairway.dev.yaml").read_text()
+    assert shipped == (ROOT / "crds" / "queuesupervisors.fairway.dev.yaml").read_text()
+    (crd,) = [c for c in by_kind(render(), "CustomResourceDefinition")]
+    source = yaml.safe_load(shipped)
+    crd["metadata"].pop("annotations")
+    assert crd == source
+
+
+def test_rbac_grants_exactly_the_operators_verbs() -> None:
+    assert (CHART / "files" / "rbac-rules.yaml").read_text() == rules_yaml()
+    (cluster_role,) = by_kind(render(), "ClusterRole")
+    assert cluster_role["rules"] == RULES + CLUSTER_ONLY_RULES
+    for role in by_kind(render({"watchNamespaces": ["a"]}), "Role"):
+        assert role["rules"] == RULES
+    granted = {
+        (g, r, v)
+        for rule in cluster_role["rules"]
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+        for v in rule["verbs"]
+    }
+    assert ("", "secrets", "get") in granted and ("", "secrets", "list") not in granted
+    assert not any(v in {"*", "deletecollection", "escalate", "bind"} for _, _, v in granted)
+
+
+@pytest.mark.parametrize("values", [{}, EVERY_VALUE], ids=["defaults", "every-value"])
+def test_rendered_objects_validate_against_kubernetes_schemas(values: dict[str, Any]) -> None:
+    for obj in render(values):
+        if obj["apiVersion"].startswith(("fairway.dev/", "kopf.dev/")):
+            continue  # custom resources: validated by their CRD (tests/unit/spec)
+        kubernetes_validate.validate(obj, "1.37.0", strict=True)
+
+
+@pytest.mark.parametrize(
+    ("values", "complaint"),
+    [
+        ({"replicaCount": "two"}, "replicaCount"),
+        ({"imagee": {"repository": "x"}}, "imagee"),
+        ({"image": {"repository": "x", "tagg": "1"}}, "tagg"),
+        ({"watchNamespaces": ["Bad_NS"]}, "watchNamespaces"),
+        ({"logLevel": "verbose"}, "logLevel"),
+        ({"crds": {"install": "yes"}}, "install"),
+        ({"supervisors": [{"name": "x"}]}, "spec"),
+    ],
+)
+def test_bad_values_are_rejected_by_the_schema(values: dict[str, Any], complaint: str) -> None:
+    chart = helm.Chart.load(CHART)
+    with pytest.raises(helm.HelmValuesError, match=complaint):
+        chart.validate_schema(values)
