@@ -162,7 +162,6 @@ def _drain_subprocess(url: str, jobs: int, cmd: list[str], remaining: Callable[[
 
 
 def celery_rate(url: str, jobs: int) -> float:
-    os.environ["BENCH_REDIS_URL"] = url
     from bench.peers.tasks import celery_app
 
     redis.Redis.from_url(url).flushdb()
@@ -187,7 +186,6 @@ def celery_rate(url: str, jobs: int) -> float:
 
 
 def dramatiq_rate(url: str, jobs: int) -> float:
-    os.environ["BENCH_REDIS_URL"] = url
     import dramatiq
     from dramatiq.brokers.redis import RedisBroker
 
@@ -220,6 +218,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", default=None)
     args = parser.parse_args()
     server = RedisProcess().start()
+    os.environ["BENCH_REDIS_URL"] = server.url  # before bench.peers.tasks is first imported
     rates: dict[str, list[float]] = {name: [] for name in SUBJECTS if not args.only or name in args.only}
     try:
         for _ in range(args.rounds):

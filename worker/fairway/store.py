@@ -118,6 +118,7 @@ class Store:
         self.prefix = prefix
         self.group = group
         self.cluster = isinstance(client, RedisCluster)
+        self._hot: Any = None
         self.globals = GlobalKeys(prefix)
         self._scripts = {
             name: client.register_script(_script(name))
@@ -206,28 +207,47 @@ class Store:
     ) -> Reservation | None:
         """Standalone: ack `ack` (if any) and reserve the next job, in one round trip."""
         g = self.group
-        result = self._scripts["reserve"](
-            keys=[self.globals.active, *served],
-            args=[
-                self.prefix,
-                retry_after_ms,
-                repr(u),
-                "1" if strict else "0",
-                ack.queue if ack else "",
-                ack.member if ack else b"",
-                g.name if g else "",
-                g.keys.base if g else "",
-                g.max_consecutive if g else 0,
-                g.quarantine_failures if g else 0,
-                g.quarantine_window_ms if g else 0,
-                repr(g.sample_rate) if g else "0",
-                ack_wait_bucket,
-            ],
-        )
+        args = [
+            self.prefix,
+            retry_after_ms,
+            repr(u),
+            "1" if strict else "0",
+            ack.queue if ack else "",
+            ack.member if ack else b"",
+            g.name if g else "",
+            g.keys.base if g else "",
+            g.max_consecutive if g else 0,
+            g.quarantine_failures if g else 0,
+            g.quarantine_window_ms if g else 0,
+            repr(g.sample_rate) if g else "0",
+            ack_wait_bucket,
+        ]
+        result = self._hot_eval("reserve", [self.globals.active, *served], args)
         if not result:
             return None
         queue, payload, attempts, tenant = result
         return Reservation(queue.decode(), payload, int(attempts), tenant.decode() if tenant else None)
+
+    def _hot_eval(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        """EVALSHA on a connection kept for the hot path, skipping the client's per-command layers
+        (pool checkout, retries, instrumentation), which cost ~30 us a job here (bench/throughput.py).
+        Connection errors close it and propagate (the worker's outage handling retries); a Redis that
+        restarted and forgot the script gets it loaded again."""
+        script = self._scripts[name]
+        if self._hot is None:
+            assert isinstance(self.client, redis.Redis), "the hot path is standalone-only"
+            self._hot = self.client.connection_pool.get_connection()
+        conn = self._hot
+        try:
+            conn.send_command("EVALSHA", script.sha, len(keys), *keys, *args)
+            return conn.read_response()
+        except redis.exceptions.NoScriptError:
+            self.client.script_load(script.script)
+            conn.send_command("EVALSHA", script.sha, len(keys), *keys, *args)
+            return conn.read_response()
+        except BaseException:
+            conn.disconnect()  # a half-read reply must never be read as the next call's
+            raise
 
     def reserve_in_order(self, order: Sequence[str], retry_after_ms: int, u: float = 0.0) -> Reservation | None:
         """Cluster: try each queue in this poll's order, one single-slot script per queue."""

@@ -67,10 +67,10 @@ while #candidates > 0 do
       redis.call('SREM', KEYS[1], q)
     end
   elseif redis.call('EXISTS', key(q, 'paused')) == 0 then
-    local ready = key(q, 'ready')
-    local doc = redis.call('LPOP', ready)
+    local doc = redis.call('LPOP', key(q, 'ready'))
     if doc then
-      if redis.call('LLEN', ready) == 0 then redis.call('SREM', KEYS[1], q) end
+      -- A queue this empties stays in the active set until a draw finds it empty (below): one call
+      -- less per job, one extra only when a queue runs dry.
       redis.call('LPOP', key(q, 'notify'))
       local attempts = redis.call('HINCRBY', key(q, 'attempts'), redis.sha1hex(doc), 1)
       redis.call('ZADD', key(q, 'reserved'), deadline, doc)
