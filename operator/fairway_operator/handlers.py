@@ -40,11 +40,13 @@ def _reconciler(memo: kopf.Memo) -> Reconciler:
 
 
 @kopf.on.startup()
-async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, supervisors: kopf.Index, **_: Any) -> None:
+async def startup(
+    settings: kopf.OperatorSettings, memo: kopf.Memo, supervisors: kopf.Index, pool_deployments: kopf.Index, **_: Any
+) -> None:
     configure_persistence(settings)
     settings.posting.level = logging.WARNING
     _reconciler(memo)
-    memo.loop_task = asyncio.create_task(_balance_and_refresh(memo, supervisors))
+    memo.loop_task = asyncio.create_task(_balance_and_refresh(memo, supervisors, pool_deployments))
 
 
 @kopf.on.cleanup()
@@ -59,6 +61,24 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
 def supervisors(body: kopf.Body, namespace: str, name: str, **_: Any) -> dict[tuple[str, str], dict[str, Any]]:
     """Every supervisor's latest body, for the balancing loop and for drift checks on child events."""
     return {(namespace, name): copy.deepcopy(dict(body))}
+
+
+@kopf.index("apps", "v1", "deployments", labels={MANAGED_BY: "fairway"})
+def pool_deployments(body: kopf.Body, namespace: str, **_: Any) -> dict[tuple[str, str], dict[str, Any]] | None:
+    """Each supervisor's pool Deployments as the watch last saw them: the periodic loop's observations."""
+    owner = next((r for r in body.metadata.get("ownerReferences", []) if r.get("kind") == KIND), None)
+    if owner is None:
+        return None
+    return {
+        (namespace, owner["name"]): {
+            "kind": "Deployment",
+            "metadata": {
+                k: copy.deepcopy(body.metadata.get(k)) for k in ("name", "labels", "annotations", "ownerReferences")
+            },
+            "spec": {"replicas": body.spec.get("replicas")},
+            "status": {"availableReplicas": body.status.get("availableReplicas")},
+        }
+    }
 
 
 def _report(body: kopf.Body, outcome: Outcome) -> None:
@@ -126,7 +146,7 @@ def _child_drifted(parent: dict[str, Any], child: dict[str, Any]) -> bool:
     return drifted(wanted, child)
 
 
-async def _balance_and_refresh(memo: kopf.Memo, index: kopf.Index) -> None:
+async def _balance_and_refresh(memo: kopf.Memo, index: kopf.Index, children: kopf.Index) -> None:
     """Every balanceCooldown: rebalance none/auto pools; every STATUS_INTERVAL_S: refresh figures.
 
     Due supervisors are visited concurrently (PASS_CONCURRENCY at a time, in their own threads), so
@@ -140,9 +160,14 @@ async def _balance_and_refresh(memo: kopf.Memo, index: kopf.Index) -> None:
     running: set[tuple[str, str]] = set()
 
     async def visit(key: tuple[str, str], body: dict[str, Any], due_balance: bool) -> None:
+        owned = [
+            dep
+            for dep in children.get(key) or []
+            if any(r.get("uid") == body["metadata"].get("uid") for r in dep["metadata"].get("ownerReferences") or [])
+        ]
         try:
             outcome = await loop.run_in_executor(
-                pool, functools.partial(reconciler.reconcile, body, apply=False, rebalance_now=due_balance)
+                pool, functools.partial(reconciler.reconcile, body, apply=False, rebalance_now=due_balance, owned=owned)
             )
             if outcome.status is not None:
                 meta = body["metadata"]

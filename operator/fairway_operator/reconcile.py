@@ -104,8 +104,19 @@ class Reconciler:
 
     # -- the pass --------------------------------------------------------------------------------
 
-    def reconcile(self, body: Mapping[str, Any], *, apply: bool = True, rebalance_now: bool = False) -> Outcome:
-        """The whole pass (`apply`), or, from the periodic loop, observe + rebalance + scale only."""
+    def reconcile(
+        self,
+        body: Mapping[str, Any],
+        *,
+        apply: bool = True,
+        rebalance_now: bool = False,
+        owned: list[dict[str, Any]] | None = None,
+    ) -> Outcome:
+        """The whole pass (`apply`), or, from the periodic loop, observe + rebalance + scale only.
+
+        `owned`: the supervisor's Deployments as a kopf index already holds them (observe passes), so
+        the periodic loop reads nothing from the API server; None lists them.
+        """
         meta = body["metadata"]
         name, namespace = meta["name"], meta.get("namespace", "default")
         previous = dict(body.get("status") or {})
@@ -117,7 +128,8 @@ class Reconciler:
         api_error = None
         pool_obs: list[PoolObservation] = []
         try:
-            owned = self.kube.owned(namespace, name, ("Deployment", "ConfigMap") if apply else ("Deployment",))
+            if owned is None or apply:
+                owned = self.kube.owned(namespace, name, ("Deployment", "ConfigMap") if apply else ("Deployment",))
             current = {
                 (o["metadata"].get("annotations") or {}).get(POOL_ANNOTATION, ""): o["spec"].get("replicas") or 0
                 for o in owned
