@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import signal
 import statistics
@@ -31,15 +30,11 @@ sys.path.insert(0, str(ROOT))
 import redis  # noqa: E402
 
 from fairway.client import Client  # noqa: E402
+from fairway.figures import percentile  # noqa: E402
 from fairway.job import new_job  # noqa: E402
 from support.redis_procs import RedisProcess  # noqa: E402
 
 WORKERS = 4
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
 def run(design: str, url: str, noisy: int, tenants: int, each: int, job_s: float, folder: Path) -> list[dict[str, Any]]:
@@ -146,14 +141,14 @@ def main() -> None:
         by_tenant: dict[str, list[float]] = {}
         for x in quiet:  # FIFO and seed documents carry the tenant too; only their queue differs
             by_tenant.setdefault(str(x["tenant"]), []).append(x["wait_ms"])
-        p99s = sorted(pct(w, 0.99) for w in by_tenant.values())
+        p99s = sorted(percentile(w, 0.99) for w in by_tenant.values())
         per_tenant[design] = p99s
         waits = [x["wait_ms"] for x in quiet]
         last = max(x["finished_at"] for x in quiet)
         noisy_before = sum(1 for x in done if not x["quiet"] and x["finished_at"] <= last)
         summary[design] = {
-            "quiet_p50_ms": round(pct(waits, 0.5), 1),
-            "quiet_p99_ms": round(pct(waits, 0.99), 1),
+            "quiet_p50_ms": round(percentile(waits, 0.5), 1),
+            "quiet_p99_ms": round(percentile(waits, 0.99), 1),
             "median_tenant_p99_ms": round(statistics.median(p99s), 1),
             "worst_tenant_p99_ms": round(max(p99s), 1),
             "noisy_jobs_before_last_quiet": noisy_before,

@@ -27,13 +27,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
 from fairway.client import Client  # noqa: E402
+from fairway.figures import percentile  # noqa: E402
 from fairway.store import connect  # noqa: E402
 from support.redis_procs import RedisCluster, RedisProcess  # noqa: E402
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def baseline(url: str, cluster: bool, rounds: int) -> list[float]:
@@ -115,7 +111,7 @@ def main() -> None:
     print(f"{'server':<11} {'subject':<12} {'p50 ms':>7} {'p99 ms':>7}")
     for where, subjects in report.items():
         for subject, values in subjects.items():
-            p50, p99 = statistics.median(values), pct(values, 0.99)
+            p50, p99 = statistics.median(values), percentile(values, 0.99)
             out[f"{where}/{subject}"] = {"p50_ms": round(p50, 2), "p99_ms": round(p99, 2), "samples": len(values)}
             print(f"{where:<11} {subject:<12} {p50:>7.2f} {p99:>7.2f}")
     (BENCH / "results" / "wakeup.json").write_text(json.dumps(out, indent=2) + "\n")

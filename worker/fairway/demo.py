@@ -8,7 +8,6 @@ supervisor, once through one FIFO queue. The demo prints each quiet tenant's wor
 from __future__ import annotations
 
 import json
-import math
 import tempfile
 import threading
 import time
@@ -17,15 +16,11 @@ from typing import Any, TextIO
 
 from fairway.client import Client
 from fairway.embedded import EmbeddedRedis
+from fairway.figures import percentile
 from fairway.local import Up
 from fairway.spec import QueueSupervisorSpec
 
 NOISY_JOBS, QUIET_TENANTS, QUIET_JOBS, JOB_S = 3000, 20, 10, 0.002
-
-
-def _p99(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(0.99 * len(ordered)) - 1)]
 
 
 def _spec(url: str, fair: bool) -> QueueSupervisorSpec:
@@ -79,7 +74,7 @@ def _summary(lines: list[dict[str, Any]]) -> tuple[float, int]:
     quiet = [x for x in lines if x["quiet"]]
     last = max(x["finished_at"] for x in quiet)
     noisy_before = sum(1 for x in lines if not x["quiet"] and x["finished_at"] <= last)
-    return _p99([x["wait_ms"] for x in quiet]), noisy_before
+    return percentile([x["wait_ms"] for x in quiet], 0.99), noisy_before
 
 
 def run_demo(out: TextIO | None = None) -> int:

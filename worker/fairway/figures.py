@@ -24,6 +24,14 @@ class QueueStats:
     oldest_age_s: float | None
 
 
+def percentile(values: Iterable[float], q: float) -> float:
+    """Nearest-rank percentile of exact values (0 < q <= 1): for job logs, demos and benchmarks."""
+    ordered = sorted(values)
+    if not ordered:
+        raise ValueError("percentile of no values")
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
 def wait_bucket(wait_ms: float) -> int:
     return int(4 * math.log2(max(0.0, wait_ms) + 1))
 

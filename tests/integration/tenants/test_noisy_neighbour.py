@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import math
 import signal
 import time
 from typing import Any
 
 from fairway.client import Client
+from fairway.figures import percentile
 from fairway.store import Store, connect, tenant_figures
 from support.workers import job_lines, start_worker, wait_until
 
 NOISY_JOBS, SMALL_TENANTS, SMALL_JOBS = 5000, 20, 10
-
-
-def p99(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[math.ceil(0.99 * len(ordered)) - 1]
 
 
 def run(url: str, fair: bool) -> tuple[list[dict[str, Any]], set[str]]:
@@ -64,8 +59,8 @@ def test_a_noisy_tenant_only_slows_itself(redis_url: str) -> None:
     noisy_before = sum(1 for line in fair_lines if line["tenant"] == "A" and line["finished_at"] <= last_small_finish)
     assert noisy_before < 0.25 * NOISY_JOBS, f"A used {noisy_before} of its {NOISY_JOBS} jobs first"
 
-    fair_p99 = p99([line["wait_ms"] for line in small_lines])
-    fifo_p99 = p99([line["wait_ms"] for line in fifo_lines if line["id"] in fifo_small])
+    fair_p99 = percentile([line["wait_ms"] for line in small_lines])
+    fifo_p99 = percentile([line["wait_ms"] for line in fifo_lines if line["id"] in fifo_small])
     print(
         f"small tenants' p99 wait: fair {fair_p99} ms, FIFO {fifo_p99} ms, ratio {fifo_p99 / max(fair_p99, 1):.1f}x; "
         f"A finished {noisy_before} jobs before the last small one"

@@ -46,3 +46,15 @@ def test_ranking_by_p99_failures_and_waiting() -> None:
     assert [f.tenant for f in ranked(rows, "p99", None)] == ["slow", "deep", "failing"]
     assert [f.tenant for f in ranked(rows, "failures", None)] == ["failing", "deep", "slow"]
     assert [f.tenant for f in ranked(rows, "waiting", 2)] == ["deep", "failing"]
+
+
+def test_nearest_rank_percentile_of_exact_waits() -> None:
+    import pytest
+
+    from fairway.figures import percentile
+
+    waits = [float(v) for v in range(1, 101)]
+    assert (percentile(waits, 0.5), percentile(waits, 0.99), percentile(waits, 1.0)) == (50.0, 99.0, 100.0)
+    assert percentile([7.0], 0.99) == 7.0
+    with pytest.raises(ValueError):
+        percentile([], 0.5)
