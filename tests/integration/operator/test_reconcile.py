@@ -175,8 +175,12 @@ async def test_an_invalid_spec_is_reported_and_leaves_the_workers_alone(
     )
     assert children(k8s, "Deployment")["fairway-shop"]["metadata"]["resourceVersion"] == before
     assert set(children(k8s, "Deployment")) == {"fairway-shop"}
-    events = [obj.raw for (res, _, _), obj in list(k8s.objects.items()) if res.plural == "events"]
-    assert any(e.get("type") == "Warning" and e.get("reason") == "SpecInvalid" for e in events)
+
+    def warned() -> bool:  # kopf posts Events from a background queue, after the status write
+        events = [obj.raw for (res, _, _), obj in list(k8s.objects.items()) if res.plural == "events"]
+        return any(e.get("type") == "Warning" and e.get("reason") == "SpecInvalid" for e in events)
+
+    assert await eventually(warned)
 
     await patch_spec("shop", {"queueWeights": None})
 
