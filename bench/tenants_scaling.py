@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from fairway.keys import TenantGroupKeys
+from fairway.settings import TenantSettings
 from fairway.store import Store, TenantGroup, connect
 from support.redis_procs import RedisProcess
 
@@ -50,7 +50,7 @@ def main() -> None:
     rates: dict[int, list[float]] = {n: [] for n in counts}
     ratios: dict[int, list[float]] = {n: [] for n in counts}
     try:
-        group = TenantGroup(TenantGroupKeys("fairway", "tenant-"), max_consecutive=5)
+        group = TenantGroup(TenantSettings(max_consecutive=5))
         store = Store(connect(server.url, False), group=group)
         for _ in range(args.rounds):
             for n in counts:

@@ -81,17 +81,34 @@ class Reservation:
 
 @dataclass(frozen=True)
 class TenantGroup:
-    """A tenant group as one worker serves it: its keys and its fairness settings."""
+    """A tenant group as one worker serves it: its settings, and the keys they lead to."""
 
-    keys: TenantGroupKeys
-    max_consecutive: int = 5
-    quarantine_failures: int = 20
-    quarantine_window_ms: int = 300_000
-    sample_rate: float = 0.1
+    settings: TenantSettings
+    prefix: str = DEFAULT_PREFIX
+
+    @property
+    def keys(self) -> TenantGroupKeys:
+        return TenantGroupKeys(self.prefix, self.settings.queue_prefix)
 
     @property
     def name(self) -> str:
         return self.keys.name
+
+    @property
+    def max_consecutive(self) -> int:
+        return self.settings.max_consecutive
+
+    @property
+    def quarantine_failures(self) -> int:
+        return self.settings.quarantine_failures
+
+    @property
+    def quarantine_window_ms(self) -> int:
+        return int(self.settings.quarantine_window_s * 1000)
+
+    @property
+    def sample_rate(self) -> float:
+        return self.settings.sample_rate
 
 
 def _now_ms() -> int:
@@ -99,15 +116,7 @@ def _now_ms() -> int:
 
 
 def group_for(prefix: str, tenants: TenantSettings | None) -> TenantGroup | None:
-    if tenants is None:
-        return None
-    return TenantGroup(
-        TenantGroupKeys(prefix, tenants.queue_prefix),
-        max_consecutive=tenants.max_consecutive,
-        quarantine_failures=tenants.quarantine_failures,
-        quarantine_window_ms=int(tenants.quarantine_window_s * 1000),
-        sample_rate=tenants.sample_rate,
-    )
+    return None if tenants is None else TenantGroup(tenants, prefix)
 
 
 class Store:

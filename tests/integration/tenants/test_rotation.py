@@ -12,6 +12,7 @@ import redis
 from fairway.client import Client
 from fairway.job import JobError, new_job
 from fairway.keys import TenantGroupKeys
+from fairway.settings import TenantSettings
 from fairway.store import Reservation, Store, TenantGroup, connect
 from support.workers import run_in_process
 
@@ -59,7 +60,7 @@ def test_the_rotation_is_shared_by_every_worker(redis_url: str) -> None:
     client = Client(redis_url)
     client.enqueue_many("noop", [[]] * 20, tenant="a")
     client.enqueue_many("noop", [[]] * 20, tenant="b")
-    store = Store(connect(redis_url), group=TenantGroup(TenantGroupKeys("fairway", "tenant-"), max_consecutive=2))
+    store = Store(connect(redis_url), group=TenantGroup(TenantSettings(max_consecutive=2)))
     served = store.register_served(["@tenant-"], True, [0])
     order = []
     ack: Reservation | None = None
@@ -97,7 +98,7 @@ def test_delayed_and_retried_tenant_jobs_return_to_their_tenant(redis_url: str) 
 
 def test_an_expired_tenant_reservation_goes_back_to_its_tenant(redis_url: str) -> None:
     Client(redis_url).enqueue("noop", tenant="t1")
-    group = TenantGroup(TenantGroupKeys("fairway", "tenant-"))
+    group = TenantGroup(TenantSettings())
     store = Store(connect(redis_url), group=group)
     served = store.register_served(["@tenant-"], True, [0])
     got = store.reserve_weighted(served, True, 0.5, 1, None)  # reserved for 1 ms: the worker "died"
