@@ -7,18 +7,18 @@
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local limit = tonumber(ARGV[1])
-local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, limit)
-for i = 1, #due do
-  redis.call('ZREM', KEYS[3], due[i])
-  redis.call('RPUSH', KEYS[1], due[i])
-  redis.call('RPUSH', KEYS[4], '1')
+-- Move up to `limit` members of a sorted set whose time has come back to the ready list.
+local function requeue(zset)
+  local members = redis.call('ZRANGEBYSCORE', zset, '-inf', now, 'LIMIT', 0, limit)
+  for i = 1, #members do
+    redis.call('ZREM', zset, members[i])
+    redis.call('RPUSH', KEYS[1], members[i])
+    redis.call('RPUSH', KEYS[4], '1')
+  end
+  return #members
 end
-local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, limit)
-for i = 1, #expired do
-  redis.call('ZREM', KEYS[2], expired[i])
-  redis.call('RPUSH', KEYS[1], expired[i])
-  redis.call('RPUSH', KEYS[4], '1')
-end
+local due = requeue(KEYS[3])
+local expired = requeue(KEYS[2])
 local length = redis.call('LLEN', KEYS[1])
 if KEYS[5] and length > 0 then redis.call('SADD', KEYS[5], ARGV[2]) end
-return {#due, #expired, length}
+return {due, expired, length}
