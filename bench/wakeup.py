@@ -91,22 +91,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=60)
     args = parser.parse_args()
     report = {}
-    server = RedisProcess().start()
-    try:
-        report["standalone"] = {
-            "bare BLMPOP": baseline(server.url, False, args.rounds),
-            "fairway": fairway(server.url, False, args.rounds),
-        }
-    finally:
-        server.cleanup()
-    cluster = RedisCluster().start()
-    try:
-        report["cluster"] = {
-            "bare BLMPOP": baseline(cluster.url, True, args.rounds),
-            "fairway": fairway(cluster.url, True, args.rounds),
-        }
-    finally:
-        cluster.cleanup()
+    for where, server in (("standalone", RedisProcess()), ("cluster", RedisCluster())):
+        server.start()
+        try:
+            clustered = where == "cluster"
+            report[where] = {
+                "bare BLMPOP": baseline(server.url, clustered, args.rounds),
+                "fairway": fairway(server.url, clustered, args.rounds),
+            }
+        finally:
+            server.cleanup()
     out = {}
     print(f"{'server':<11} {'subject':<12} {'p50 ms':>7} {'p99 ms':>7}")
     for where, subjects in report.items():

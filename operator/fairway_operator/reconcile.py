@@ -23,7 +23,7 @@ from fairway.manifests import validate_spec
 from fairway.pools import Pool, pools
 from fairway.spec import QueueSupervisorSpec
 from fairway.store import CONNECTION_ERRORS, Store, connect, tenant_figures
-from fairway_operator.desired import DEFAULT_IMAGE, child_name, desired
+from fairway_operator.desired import DEFAULT_IMAGE, desired
 from fairway_operator.kube import Kube, names_of
 from fairway_operator.report import Observations, PoolObservation, build_status
 
@@ -208,7 +208,3 @@ def _changed(previous: Mapping[str, Any], status: dict[str, Any]) -> dict[str, A
     for key in set(previous) - set(status):
         patch[key] = None
     return patch
-
-
-def child_names(body: Mapping[str, Any], spec: QueueSupervisorSpec) -> set[str]:
-    return {child_name(body["metadata"]["name"], p, spec.balance) for p in pools(spec)}

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from fairway.job import MAX_PAYLOAD_BYTES, JobError, check_tenant_id, new_job
 from fairway.keys import DEFAULT_PREFIX
-from fairway.spec import QUEUE_NAME_PATTERN
+from fairway.spec import QUEUE_NAME
 from fairway.store import RedisClient, Store, connect
-
-_QUEUE = re.compile(QUEUE_NAME_PATTERN)
 
 
 def check_queue(queue: str) -> str:
-    if not isinstance(queue, str) or not _QUEUE.match(queue):
+    if not isinstance(queue, str) or not QUEUE_NAME.match(queue):
         raise JobError(
             f"queue {queue!r} is invalid: start with a letter or digit, then letters, digits, _ . : - "
             "(at most 63 characters)"

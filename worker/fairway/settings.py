@@ -10,7 +10,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from fairway.keys import DEFAULT_PREFIX
-from fairway.spec import QUEUE_NAME_PATTERN, TENANT_PREFIX_PATTERN
+from fairway.spec import QUEUE_NAME, TENANT_PREFIX_PATTERN
 
 
 class TenantSettings(BaseModel):
@@ -69,10 +69,7 @@ class WorkerSettings(BaseModel):
     @field_validator("queues", "paused")
     @classmethod
     def _queue_names(cls, value: list[str]) -> list[str]:
-        import re
-
-        pattern = re.compile(QUEUE_NAME_PATTERN)
-        bad = [q for q in value if not pattern.match(q)]
+        bad = [q for q in value if not QUEUE_NAME.match(q)]
         if bad:
             raise ValueError(f"invalid queue name(s) {bad}: letters, digits, _ . : - (at most 63)")
         if len(set(value)) != len(value):

@@ -8,6 +8,7 @@ span fields live in `fairway.spec_rules`, written once as CEL for the API server
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
@@ -22,6 +23,7 @@ PLURAL = "queuesupervisors"
 
 MAX_QUEUES = 64
 QUEUE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,62}$"
+QUEUE_NAME = re.compile(QUEUE_NAME_PATTERN)  # for checks outside pydantic (producer, worker settings)
 TENANT_PREFIX_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,31}$"
 MODULE_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
 DEFAULT_WEIGHT = 1
