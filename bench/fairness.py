@@ -29,9 +29,9 @@ sys.path.insert(0, str(ROOT))
 
 import redis  # noqa: E402
 
-from fairway.client import Client  # noqa: E402
-from fairway.figures import percentile  # noqa: E402
-from fairway.job import new_job  # noqa: E402
+from fairway.queue.client import Client  # noqa: E402
+from fairway.queue.figures import percentile  # noqa: E402
+from fairway.queue.job import new_job  # noqa: E402
 from support.redis_procs import RedisProcess  # noqa: E402
 
 WORKERS = 4

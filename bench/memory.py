@@ -15,7 +15,8 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent / "tests"))
 
-from fairway.client import Client  # noqa: E402
+from fairway.queue.client import Client  # noqa: E402
+from fairway.queue.inspector import Inspector  # noqa: E402
 from support.redis_procs import RedisProcess  # noqa: E402
 
 
@@ -60,7 +61,7 @@ def main() -> None:
         for _ in range(4):
             for queue in ("high", "default", "low"):
                 client.enqueue_many("noop", [[]] * (per_round // 3), queue=queue)
-            while sum(s.ready + s.reserved for s in client.store.stats(["high", "default", "low"])) > 0:
+            while sum(s.ready + s.reserved for s in Inspector(client.redis).stats(["high", "default", "low"])) > 0:
                 time.sleep(0.2)
             time.sleep(1.2)  # a housekeeping tick: runtimes flushed, buffers settled
             marks.append(rss_mib(proc.pid))

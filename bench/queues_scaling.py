@@ -1,7 +1,7 @@
 """Cost per job versus number of served queues (3, 30, 300), only the last queue holding work.
 
 Compares, in the same run on the same Redis:
-- fairway: the worker's real hot path (`Store.reserve_weighted`: ack + reserve in one call, drawing
+- fairway: the worker's real hot path (`StandaloneFetcher.reserve`: ack + reserve in one call, drawing
   among served queues that hold work);
 - order-in-argv: DESIGN.md's sketch, a script that receives this poll's whole weighted order and
   walks it (LPOP per queue), which is what the active-set design replaced.
@@ -22,8 +22,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from fairway.scheduling import rank_table, weighted_order
-from fairway.store import Store, connect
+from fairway.queue.connection import RedisClient, connect
+from fairway.queue.fetch import StandaloneFetcher
+from fairway.queue.producer import Producer
+from fairway.queue.scheduling import weighted_order
+from fairway.queue.settings import WorkerSettings
 from support.redis_procs import RedisProcess
 
 WALK_ORDER = """
@@ -38,31 +41,30 @@ return false
 """
 
 
-def fill(store: Store, queue: str, jobs: int) -> None:
+def fill(client: RedisClient, queue: str, jobs: int) -> None:
     doc = json.dumps({"id": "x", "handler": "noop", "queue": queue, "args": [], "enqueued_at": 0})
-    store.client.flushdb()
+    client.flushdb()
     payloads = [doc.replace('"x"', f'"{i}"').encode() for i in range(jobs)]
-    store.enqueue_many(queue, payloads, chunk=5000)
+    Producer(client).enqueue_many(queue, payloads)
 
 
-def fairway_rate(store: Store, queues: list[str], jobs: int) -> float:
+def fairway_rate(client: RedisClient, queues: list[str], jobs: int) -> float:
     weights = {q: 1 + (i % 3) for i, q in enumerate(queues)}
-    strict, table = rank_table(queues, weights)
-    served = store.register_served(queues, strict, table)
-    fill(store, queues[-1], jobs)
-    served = store.register_served(queues, strict, table)
-    rng = random.Random(1)
+    settings = WorkerSettings(queues=queues, weights=weights, retry_after_s=60, timeout_s=30)
+    fetcher = StandaloneFetcher(client, settings, random.Random(1))
+    fill(client, queues[-1], jobs)
+    fetcher.refresh()
     ack = None
     started = time.perf_counter()
     for _ in range(jobs):
-        ack = store.reserve_weighted(served, strict, rng.random(), 60_000, ack)
+        ack = fetcher.reserve(ack)
     return jobs / (time.perf_counter() - started)
 
 
-def order_in_argv_rate(store: Store, queues: list[str], jobs: int) -> float:
-    script = store.client.register_script(WALK_ORDER)
+def order_in_argv_rate(client: RedisClient, queues: list[str], jobs: int) -> float:
+    script = client.register_script(WALK_ORDER)
     weights = {q: 1 + (i % 3) for i, q in enumerate(queues)}
-    fill(store, queues[-1], jobs)
+    fill(client, queues[-1], jobs)
     rng = random.Random(1)
     started = time.perf_counter()
     for _ in range(jobs):
@@ -77,12 +79,12 @@ def main() -> None:
     args = parser.parse_args()
     server = RedisProcess().start()
     try:
-        store = Store(connect(server.url, False))
+        client = connect(server.url, False)
         results: dict[str, dict[int, float]] = {"fairway": {}, "order-in-argv": {}}
         for name, fn in (("fairway", fairway_rate), ("order-in-argv", order_in_argv_rate)):
             for count in (3, 30, 300):
                 queues = [f"q{i}" for i in range(count)]
-                rates = [fn(store, queues, args.jobs) for _ in range(args.rounds)]
+                rates = [fn(client, queues, args.jobs) for _ in range(args.rounds)]
                 results[name][count] = statistics.median(rates)
     finally:
         server.cleanup()

@@ -19,22 +19,27 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from fairway.settings import TenantSettings
-from fairway.store import Store, TenantGroup, connect
+from fairway.queue.connection import RedisClient, connect
+from fairway.queue.fetch import StandaloneFetcher
+from fairway.queue.producer import Producer
+from fairway.queue.settings import WorkerSettings
 from support.redis_procs import RedisProcess
 
 
-def rate(store: Store, tenants: int, jobs: int) -> float:
-    store.client.flushdb()
+def rate(client: RedisClient, tenants: int, jobs: int) -> float:
+    client.flushdb()
+    producer = Producer(client)
     per_tenant = jobs // tenants + 2
     doc = b'{"id":"x","handler":"noop","queue":"tenant-t","args":[],"enqueued_at":0}'
     for t in range(tenants):
-        store.enqueue_tenant("tenant-", f"t{t}", [doc] * per_tenant)
-    served = store.register_served(["@tenant-"], True, [0])
+        producer.enqueue_tenant("tenant-", f"t{t}", [doc] * per_tenant)
+    settings = WorkerSettings(tenants={"max_consecutive_jobs": 5}, retry_after_s=60, timeout_s=30)
+    fetcher = StandaloneFetcher(client, settings)
+    fetcher.refresh()
     ack = None
     started = time.perf_counter()
     for _ in range(jobs):
-        ack = store.reserve_weighted(served, True, 0.5, 60_000, ack, 3)
+        ack = fetcher.reserve(ack, 3)
     elapsed = time.perf_counter() - started
     assert ack is not None
     return jobs / elapsed
@@ -50,12 +55,11 @@ def main() -> None:
     rates: dict[int, list[float]] = {n: [] for n in counts}
     ratios: dict[int, list[float]] = {n: [] for n in counts}
     try:
-        group = TenantGroup(TenantSettings(max_consecutive=5))
-        store = Store(connect(server.url, False), group=group)
+        client = connect(server.url, False)
         for _ in range(args.rounds):
             for n in counts:
-                baseline = rate(store, 10, args.jobs)
-                measured = rate(store, n, args.jobs)
+                baseline = rate(client, 10, args.jobs)
+                measured = rate(client, n, args.jobs)
                 rates[n].append(measured)
                 ratios[n].append(baseline / measured)
     finally:

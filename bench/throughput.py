@@ -75,11 +75,12 @@ def baseline_lpop(url: str, jobs: int) -> float:
 
 def fairway_rate(url: str, jobs: int) -> float:
     import fairway.builtins  # noqa: F401
-    from fairway.client import Client
-    from fairway.handlers import registry
-    from fairway.loop import Worker
-    from fairway.settings import WorkerSettings
-    from fairway.store import Store, connect
+    from fairway.queue.client import Client
+    from fairway.queue.connection import connect
+    from fairway.queue.fetch import fetcher_for
+    from fairway.queue.handlers import registry
+    from fairway.queue.settings import WorkerSettings
+    from fairway.queue.worker import Worker
 
     redis.Redis.from_url(url).flushdb()
     client = Client(url)
@@ -91,7 +92,8 @@ def fairway_rate(url: str, jobs: int) -> float:
     settings = WorkerSettings(
         redis_url=url, queues=list(shares), weights={"high": 3, "default": 2}, burst=True, log_format="none"
     )
-    worker = Worker(settings, Store(connect(url, False)), registry, rng=random.Random(1), out=io.StringIO())
+    fetcher = fetcher_for(connect(url, False), settings, random.Random(1))
+    worker = Worker(settings, fetcher, registry, out=io.StringIO())
     started = time.perf_counter()
     worker.run()
     return jobs / (time.perf_counter() - started)

@@ -1,4 +1,4 @@
-"""Condition types and reasons (constants), and the one rule for changing a condition.
+"""Condition reasons (constants), and the one rule for changing a condition.
 
 A condition's lastTransitionTime moves only when its status flips, so an unchanged pass produces an
 identical status and no write.
@@ -7,11 +7,9 @@ identical status and no write.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Literal
 
-from fairway.status import DEGRADED, PROGRESSING, READY, VALID
-
-__all__ = ["DEGRADED", "PROGRESSING", "READY", "VALID"]
+from fairway.resource.status import Condition, ConditionType
 
 # Valid
 SPEC_VALID = "SpecValid"
@@ -28,31 +26,28 @@ REDIS_UNREACHABLE = "RedisUnreachable"
 API_ERROR = "KubernetesApiError"
 # Ready/Progressing when the spec is invalid: the existing workers are left as they are.
 WAITING_FOR_VALID_SPEC = "WaitingForValidSpec"
+MESSAGE_MAX = 32000
 
 
 def set_condition(
-    conditions: Sequence[dict[str, Any]],
-    kind: str,
+    conditions: Sequence[Condition],
+    kind: ConditionType,
     status: bool,
     reason: str,
     message: str,
     generation: int | None,
     now: str,
-) -> list[dict[str, Any]]:
+) -> list[Condition]:
     """`conditions` with `kind` set; lastTransitionTime kept unless the status flipped."""
-    value = "True" if status else "False"
-    previous = next((c for c in conditions if c.get("type") == kind), None)
-    transition = previous["lastTransitionTime"] if previous and previous.get("status") == value else now
-    updated = {
-        "type": kind,
-        "status": value,
-        "reason": reason,
-        "message": message[:32000],
-        "observedGeneration": generation,
-        "lastTransitionTime": transition,
-    }
-    return [c for c in conditions if c.get("type") != kind] + [updated]
-
-
-def condition(conditions: Sequence[dict[str, Any]], kind: str) -> dict[str, Any] | None:
-    return next((c for c in conditions if c.get("type") == kind), None)
+    value: Literal["True", "False"] = "True" if status else "False"
+    previous = next((c for c in conditions if c.type == kind), None)
+    transition = previous.last_transition_time if previous and previous.status == value else now
+    updated = Condition(
+        type=kind,
+        status=value,
+        reason=reason,
+        message=message[:MESSAGE_MAX],
+        observed_generation=generation,
+        last_transition_time=transition,
+    )
+    return [c for c in conditions if c.type != kind] + [updated]

@@ -11,25 +11,51 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
-from fairway.pools import Pool, initial_replicas, pools, worker_config
-from fairway.spec import API_GROUP, API_VERSION, KIND, QueueSupervisorSpec
+from fairway.plan.pools import Pool, initial_replicas, pools
+from fairway.plan.worker_config import worker_settings
+from fairway.resource.spec import API_GROUP, API_VERSION, KIND, QueueSupervisorSpec
 from fairway_operator.names import dns_label, pool_label
 
 DEFAULT_IMAGE = "ghcr.io/fairway-dev/fairway:0.1.0"
 MANAGED_BY = "app.kubernetes.io/managed-by"
 SUPERVISOR_LABEL = f"{API_GROUP}/supervisor"
-POOL_LABEL = f"{API_GROUP}/pool"
+# The pool a child belongs to: as a label (DNS-safe, for selectors) and as an annotation (the exact
+# pool name, from which a pass reads the balancer's current replicas back). One key for both.
+POOL_KEY = f"{API_GROUP}/pool"
 CONFIG_HASH = f"{API_GROUP}/config-hash"
 CONFIG_PATH = "/etc/fairway/worker.yaml"
 RUN_AS = 10001
 
 
-def child_name(supervisor: str, pool: Pool, balance: str) -> str:
-    if balance == "none":
+@dataclass(frozen=True)
+class PoolChildren:
+    """One pool's objects: its ConfigMap (the worker settings) and its Deployment."""
+
+    pool: Pool
+    config_map: dict[str, Any]
+    deployment: dict[str, Any]
+
+    @property
+    def objects(self) -> list[dict[str, Any]]:
+        """In apply order: the ConfigMap first, so new pods find their settings."""
+        return [self.config_map, self.deployment]
+
+    @property
+    def name(self) -> str:
+        return str(self.deployment["metadata"]["name"])
+
+    @property
+    def replicas(self) -> int:
+        return int(self.deployment["spec"]["replicas"])
+
+
+def child_name(supervisor: str, pool: Pool, shared_pool: bool) -> str:
+    if shared_pool:
         return dns_label("fairway", supervisor)
     # A hash of (supervisor, pool) keeps names unique when they are cut or when two pairs join alike.
     digest = hashlib.sha1(f"{supervisor}\0{pool.name}".encode()).hexdigest()[:6]
@@ -84,33 +110,31 @@ def desired(
     spec: QueueSupervisorSpec,
     current_replicas: Mapping[str, int] | None = None,
     default_image: str = DEFAULT_IMAGE,
-) -> list[dict[str, Any]]:
-    """Every child object, ConfigMap before Deployment for each pool, in pool order."""
+) -> list[PoolChildren]:
+    """Every pool's children, in pool order."""
     meta = body.get("metadata", {})
     name, namespace = meta["name"], meta.get("namespace", "default")
     replicas = initial_replicas(spec, current_replicas or {})
-    out: list[dict[str, Any]] = []
+    out: list[PoolChildren] = []
     for pool in pools(spec):
-        child = child_name(name, pool, spec.balance)
+        child = child_name(name, pool, spec.policy.shared_pool)
         labels = {
             MANAGED_BY: "fairway",
             SUPERVISOR_LABEL: dns_label(name),
-            POOL_LABEL: pool_label(pool.name.lstrip("@")),
+            POOL_KEY: pool_label(pool.name.lstrip("@")),
             "app.kubernetes.io/name": "fairway-worker",
         }
-        config_text = yaml.safe_dump(worker_config(spec, pool), sort_keys=True)
+        config_text = yaml.safe_dump(worker_settings(spec, pool).to_config(), sort_keys=True)
         config_hash = hashlib.sha256(config_text.encode()).hexdigest()[:16]
         child_meta = {"name": child, "namespace": namespace, "labels": labels, "ownerReferences": _owner(body)}
         if not child_meta["ownerReferences"]:
             del child_meta["ownerReferences"]
-        out.append(
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": child_meta,
-                "data": {"worker.yaml": config_text},
-            }
-        )
+        config_map = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": child_meta,
+            "data": {"worker.yaml": config_text},
+        }
         container: dict[str, Any] = {
             "name": "worker",
             "image": spec.worker.image or default_image,
@@ -148,20 +172,23 @@ def desired(
             pod_spec["nodeSelector"] = dict(spec.worker.node_selector)
         if spec.worker.tolerations:
             pod_spec["tolerations"] = list(spec.worker.tolerations)
-        selector = {SUPERVISOR_LABEL: labels[SUPERVISOR_LABEL], POOL_LABEL: labels[POOL_LABEL]}
-        out.append(
-            {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "metadata": {**child_meta, "annotations": {f"{API_GROUP}/pool": pool.name}},
-                "spec": {
-                    "replicas": replicas[pool.name],
-                    "selector": {"matchLabels": selector},
-                    "template": {
-                        "metadata": {"labels": labels, "annotations": {CONFIG_HASH: config_hash}},
-                        "spec": pod_spec,
-                    },
+        selector = {SUPERVISOR_LABEL: labels[SUPERVISOR_LABEL], POOL_KEY: labels[POOL_KEY]}
+        deployment = {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {**child_meta, "annotations": {POOL_KEY: pool.name}},
+            "spec": {
+                "replicas": replicas[pool.name],
+                "selector": {"matchLabels": selector},
+                "template": {
+                    "metadata": {"labels": labels, "annotations": {CONFIG_HASH: config_hash}},
+                    "spec": pod_spec,
                 },
-            }
-        )
+            },
+        }
+        out.append(PoolChildren(pool, config_map, deployment))
     return out
+
+
+def all_objects(children: list[PoolChildren]) -> list[dict[str, Any]]:
+    return [obj for child in children for obj in child.objects]

@@ -17,12 +17,12 @@ from typing import Any
 
 import kopf
 
-from fairway.manifests import validate_spec
-from fairway.spec import API_GROUP, API_VERSION, KIND, PLURAL
-from fairway_operator.desired import DEFAULT_IMAGE, MANAGED_BY, POOL_LABEL, desired
+from fairway.plan.pools import initial_replicas
+from fairway.resource.spec import API_GROUP, API_VERSION, KIND, PLURAL
+from fairway_operator.desired import DEFAULT_IMAGE, MANAGED_BY, POOL_KEY
 from fairway_operator.drift import drifted
 from fairway_operator.kube import Kube
-from fairway_operator.reconcile import POOL_ANNOTATION, Outcome, Reconciler
+from fairway_operator.reconcile import Outcome, Reconciler
 from fairway_operator.settings import configure_persistence
 
 log = logging.getLogger("fairway.operator")
@@ -121,28 +121,27 @@ async def child_changed(
         return  # the supervisor is gone (garbage collection removes the child) or it is not ours
     if parent["metadata"].get("deletionTimestamp"):
         return
-    if event.get("type") == "DELETED" or _child_drifted(parent, dict(body)):
+    if event.get("type") == "DELETED" or _child_drifted(_reconciler(memo), parent, dict(body)):
         await _repair(memo, parent)
 
 
-def _child_drifted(parent: dict[str, Any], child: dict[str, Any]) -> bool:
-    report = validate_spec(parent.get("spec"), parent["metadata"]["name"])
+def _child_drifted(reconciler: Reconciler, parent: dict[str, Any], child: dict[str, Any]) -> bool:
+    report = reconciler.specs.report(parent)
     if report.spec is None:
         return False  # invalid specs leave the children alone
-    pool = (child["metadata"].get("annotations") or {}).get(POOL_ANNOTATION) or ""
-    current = {pool: (child.get("spec") or {}).get("replicas") or 0} if child.get("kind") == "Deployment" else {}
-    wanted = next(
-        (
-            c
-            for c in desired(parent, report.spec, current)
-            if c["kind"] == child.get("kind") and c["metadata"]["name"] == child["metadata"]["name"]
-        ),
-        None,
-    )
-    if wanted is None:
+    rendered = reconciler.specs.children(parent, report.spec, reconciler.default_image)
+    kind, name = child.get("kind"), child["metadata"]["name"]
+    pool = next((c for c in rendered for obj in c.objects if obj["kind"] == kind and c.name == name), None)
+    if pool is None:
         return True  # no longer desired: the pass prunes it
-    if child.get("kind") == "Deployment" and POOL_LABEL not in (child["metadata"].get("labels") or {}):
+    if kind == "Deployment" and POOL_KEY not in (child["metadata"].get("labels") or {}):
         return True
+    wanted = pool.config_map if kind == "ConfigMap" else pool.deployment
+    if kind == "Deployment":
+        # Replicas the balancer set are not drift; replicas outside what the spec allows are.
+        current = {pool.pool.name: (child.get("spec") or {}).get("replicas") or 0}
+        replicas = initial_replicas(report.spec, current)[pool.pool.name]
+        wanted = {**wanted, "spec": {**wanted["spec"], "replicas": replicas}}
     return drifted(wanted, child)
 
 
@@ -188,9 +187,10 @@ async def _balance_and_refresh(memo: kopf.Memo, index: kopf.Index, children: kop
                 body = next(iter(index.get(key) or []), None)
                 if body is None or key in running or body["metadata"].get("deletionTimestamp"):
                     continue
-                spec = body.get("spec") or {}
-                cooldown = float(spec.get("balanceCooldown", 3))
-                due_balance = spec.get("balance", "none") != "simple" and now - balanced.get(key, 0) >= cooldown
+                spec = reconciler.specs.report(body).spec
+                due_balance = (
+                    spec is not None and spec.policy.resized and now - balanced.get(key, 0) >= spec.balance_cooldown
+                )
                 due_status = now - refreshed.get(key, 0) >= getattr(memo, "status_interval_s", STATUS_INTERVAL_S)
                 if not (due_balance or due_status):
                     continue

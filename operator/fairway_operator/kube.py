@@ -15,7 +15,7 @@ from typing import Any
 import kubernetes
 from kubernetes.client import ApiClient, ApiException, AppsV1Api, CoreV1Api, CustomObjectsApi
 
-from fairway.spec import API_GROUP, API_VERSION, PLURAL
+from fairway.resource.spec import API_GROUP, API_VERSION, PLURAL
 from fairway_operator.desired import MANAGED_BY, SUPERVISOR_LABEL
 from fairway_operator.names import dns_label
 
@@ -88,15 +88,6 @@ class Kube:
         self.apps.patch_namespaced_deployment(name, namespace, {"spec": {"replicas": replicas}}, _content_type=MERGE)
 
     # -- the supervisor --------------------------------------------------------------------------
-
-    def get_supervisor(self, namespace: str, name: str) -> dict[str, Any] | None:
-        try:
-            obj: Any = self.custom.get_namespaced_custom_object(API_GROUP, API_VERSION, namespace, PLURAL, name)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return obj
 
     def patch_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
         self.custom.patch_namespaced_custom_object_status(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fairway.spec import API_GROUP, PLURAL
+from fairway.resource.spec import API_GROUP, PLURAL
 
 RULES: list[dict[str, Any]] = [
     {"apiGroups": [API_GROUP], "resources": [PLURAL], "verbs": ["get", "list", "watch", "patch"]},

@@ -2,13 +2,14 @@
 
 Every trigger (create, update, resume, a child deleted or edited, the periodic loop) runs this same
 pass, so there is one path to test. It returns the status to write (or None when nothing changed);
-the caller writes it once.
+the caller writes it once. A spec is validated, and its children rendered, once per distinct spec
+(`SpecCache`), however many child events and periodic passes look at it.
 """
 
 from __future__ import annotations
 
 import datetime
-import logging
+import json
 import threading
 import time
 from collections.abc import Mapping
@@ -17,19 +18,20 @@ from typing import Any
 
 from kubernetes.client import ApiException
 
-from fairway.figures import QueueStats, TenantFigures
-from fairway.load import rebalanced
-from fairway.manifests import validate_spec
-from fairway.pools import Pool, pools
-from fairway.spec import QueueSupervisorSpec
-from fairway.store import CONNECTION_ERRORS, Store, connect, tenant_figures
-from fairway_operator.desired import DEFAULT_IMAGE, desired
+from fairway.plan.load import rebalanced
+from fairway.queue.admin import Admin
+from fairway.queue.connection import CONNECTION_ERRORS, RedisClient, connect
+from fairway.queue.figures import QueueStats, TenantFigures
+from fairway.queue.inspector import Inspector
+from fairway.resource.manifests import ValidationReport, validate_spec
+from fairway.resource.spec import QueueSupervisorSpec
+from fairway_operator.desired import DEFAULT_IMAGE, POOL_KEY, PoolChildren, all_objects, desired
 from fairway_operator.kube import Kube, names_of
-from fairway_operator.report import Observations, PoolObservation, build_status
+from fairway_operator.report import Observations, PoolObservation, build_status, parse_status
 
-log = logging.getLogger("fairway.operator")
-POOL_ANNOTATION = "fairway.dev/pool"
 REDIS_ERRORS: tuple[type[BaseException], ...] = (*CONNECTION_ERRORS, OSError)
+SECRET_CACHE_S = 30.0  # a rotated Secret is picked up within this long
+SPEC_CACHE_SIZE = 4096  # specs remembered; far more than the supervisors one operator watches
 
 
 def now_iso() -> str:
@@ -38,28 +40,66 @@ def now_iso() -> str:
 
 @dataclass
 class Outcome:
-    status: dict[str, Any] | None  # None: unchanged, write nothing
+    status: dict[str, Any] | None  # the merge patch to write; None: unchanged, write nothing
     valid: bool
     errors: list[str] = field(default_factory=list)
     api_error: str | None = None
 
 
 class RedisViews:
-    """One Store per Redis URL, shared by every supervisor that uses it; pipelined reads only."""
+    """One client per Redis URL, shared by every supervisor that uses it; pipelined reads only."""
 
     def __init__(self) -> None:
-        self._stores: dict[tuple[str, bool], Store] = {}
+        self._clients: dict[tuple[str, bool], RedisClient] = {}
         self._lock = threading.Lock()
 
-    def store(self, url: str, cluster: bool) -> Store:
+    def client(self, url: str, cluster: bool) -> RedisClient:
         with self._lock:
             key = (url, cluster)
-            if key not in self._stores:
-                self._stores[key] = Store(connect(url, cluster, socket_timeout_s=5))
-            return self._stores[key]
+            if key not in self._clients:
+                self._clients[key] = connect(url, cluster, socket_timeout_s=5)
+            return self._clients[key]
 
 
-SECRET_CACHE_S = 30.0
+class SpecCache:
+    """A supervisor's validated spec and rendered children, keyed by its identity and the spec itself
+    (not the generation, which a server may not bump for every change)."""
+
+    def __init__(self) -> None:
+        self._reports: dict[tuple[Any, ...], ValidationReport] = {}
+        self._children: dict[tuple[Any, ...], list[PoolChildren]] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _key(body: Mapping[str, Any]) -> tuple[Any, ...]:
+        meta = body["metadata"]
+        spec = json.dumps(body.get("spec"), sort_keys=True, default=str)
+        return (meta.get("uid"), meta["name"], meta.get("namespace"), spec)
+
+    def report(self, body: Mapping[str, Any]) -> ValidationReport:
+        key = self._key(body)
+        with self._lock:
+            found = self._reports.get(key)
+        if found is None:
+            found = validate_spec(body.get("spec"), body["metadata"]["name"])
+            with self._lock:
+                if len(self._reports) >= SPEC_CACHE_SIZE:
+                    self._reports.clear()
+                    self._children.clear()
+                self._reports[key] = found
+        return found
+
+    def children(self, body: Mapping[str, Any], spec: QueueSupervisorSpec, image: str) -> list[PoolChildren]:
+        """Children at each pool's initial size: for drift checks, which compare everything but the
+        replicas the balancer owns."""
+        key = (*self._key(body), image)
+        with self._lock:
+            found = self._children.get(key)
+        if found is None:
+            found = desired(body, spec, {}, image)
+            with self._lock:
+                self._children[key] = found
+        return found
 
 
 class Reconciler:
@@ -67,6 +107,7 @@ class Reconciler:
         self.kube = kube
         self.redis = redis or RedisViews()
         self.default_image = default_image
+        self.specs = SpecCache()
         self._secrets: dict[tuple[str, str, str], tuple[float, str]] = {}
 
     # -- Redis -----------------------------------------------------------------------------------
@@ -79,23 +120,24 @@ class Reconciler:
         key = (namespace, ref.name, ref.key)
         cached = self._secrets.get(key)
         if cached is not None and time.monotonic() - cached[0] < SECRET_CACHE_S:
-            return cached[1]  # a rotated Secret is picked up within SECRET_CACHE_S
+            return cached[1]
         url = self.kube.secret_value(namespace, ref.name, ref.key)
         self._secrets[key] = (time.monotonic(), url)
         return url
 
-    def _store(self, namespace: str, spec: QueueSupervisorSpec) -> Store:
-        return self.redis.store(self.redis_url(namespace, spec), spec.redis.cluster)
+    def _redis(self, namespace: str, spec: QueueSupervisorSpec) -> RedisClient:
+        return self.redis.client(self.redis_url(namespace, spec), spec.redis.cluster)
 
     def observe_redis(
         self, namespace: str, spec: QueueSupervisorSpec
     ) -> tuple[list[QueueStats] | None, list[TenantFigures] | None, str | None]:
         """Push pauses, read queue figures and tenant figures; (None, None, reason) when unreachable."""
         try:
-            store = self._store(namespace, spec)
-            store.set_paused(spec.queues, spec.paused_queues)
-            stats = store.stats(spec.queues) if spec.queues else []
-            figures = tenant_figures(store, spec.tenants.queue_prefix) if spec.tenants else None
+            client = self._redis(namespace, spec)
+            Admin(client).set_paused(spec.queues, spec.paused_queues)
+            inspector = Inspector(client)
+            stats = inspector.stats(spec.queues) if spec.queues else []
+            figures = inspector.tenant_figures(spec.tenants.queue_prefix) if spec.tenants else None
             return stats, figures, None
         except REDIS_ERRORS as exc:
             return None, None, f"Redis is unreachable: {exc}"
@@ -119,53 +161,39 @@ class Reconciler:
         """
         meta = body["metadata"]
         name, namespace = meta["name"], meta.get("namespace", "default")
-        previous = dict(body.get("status") or {})
-        report = validate_spec(body.get("spec"), name)
+        previous_raw = dict(body.get("status") or {})
+        previous = parse_status(previous_raw)
+        report = self.specs.report(body)
         if not report.valid or report.spec is None:
             status = build_status(Observations(meta.get("generation"), report), previous, now_iso())
-            return Outcome(_changed(previous, status), False, [str(p) for p in report.errors])
+            return Outcome(_changed(previous_raw, status.to_api()), False, [str(p) for p in report.errors])
         spec = report.spec
         api_error = None
         pool_obs: list[PoolObservation] = []
         try:
             if owned is None or apply:
                 owned = self.kube.owned(namespace, name, ("Deployment", "ConfigMap") if apply else ("Deployment",))
+            deployments = [o for o in owned if o["kind"] == "Deployment"]
             current = {
-                (o["metadata"].get("annotations") or {}).get(POOL_ANNOTATION, ""): o["spec"].get("replicas") or 0
-                for o in owned
-                if o["kind"] == "Deployment"
+                (o["metadata"].get("annotations") or {}).get(POOL_KEY, ""): o["spec"].get("replicas") or 0
+                for o in deployments
             }
-            ready = {
-                o["metadata"]["name"]: (o.get("status") or {}).get("availableReplicas") or 0
-                for o in owned
-                if o["kind"] == "Deployment"
-            }
+            ready = {o["metadata"]["name"]: (o.get("status") or {}).get("availableReplicas") or 0 for o in deployments}
             stats, figures, redis_error = self.observe_redis(namespace, spec)
             before = dict(current)
-            if rebalance_now and spec.balance != "simple" and redis_error is None:
-                current = rebalanced(self._store(namespace, spec), spec, current, stats, figures)
+            if rebalance_now and spec.policy.resized and redis_error is None:
+                inspector = Inspector(self._redis(namespace, spec))
+                current = rebalanced(inspector, spec, current, stats, figures)
             children = desired(body, spec, current, self.default_image)
             if apply:
                 self._apply(namespace, meta.get("uid"), children, owned)
             else:
-                existing = {o["metadata"]["name"] for o in owned if o["kind"] == "Deployment"}
+                existing = {o["metadata"]["name"] for o in deployments}
                 for child in children:
-                    if child["kind"] != "Deployment" or child["metadata"]["name"] not in existing:
-                        continue  # a missing child is the full pass's job (drift repair or resume)
-                    pool = child["metadata"]["annotations"][POOL_ANNOTATION]
-                    if child["spec"]["replicas"] != before.get(pool):
-                        self.kube.scale(namespace, child["metadata"]["name"], child["spec"]["replicas"])
-            for child in children:
-                if child["kind"] == "Deployment":
-                    pool = _pool_of(spec, child)
-                    pool_obs.append(
-                        PoolObservation(
-                            pool,
-                            child["metadata"]["name"],
-                            child["spec"]["replicas"],
-                            ready.get(child["metadata"]["name"], 0),
-                        )
-                    )
+                    # A missing child is the full pass's job (drift repair or resume).
+                    if child.name in existing and child.replicas != before.get(child.pool.name):
+                        self.kube.scale(namespace, child.name, child.replicas)
+            pool_obs = [PoolObservation(c.pool, c.name, c.replicas, ready.get(c.name, 0)) for c in children]
         except ApiException as exc:
             api_error = f"Kubernetes API error {exc.status}: {exc.reason}"
             stats, figures, redis_error = None, None, None
@@ -180,24 +208,20 @@ class Reconciler:
             weights=spec.effective_weights(),
         )
         status = build_status(observations, previous, now_iso())
-        return Outcome(_changed(previous, status), True, api_error=api_error)
+        return Outcome(_changed(previous_raw, status.to_api()), True, api_error=api_error)
 
     def _apply(
-        self, namespace: str, uid: str | None, children: list[dict[str, Any]], owned: list[dict[str, Any]]
+        self, namespace: str, uid: str | None, children: list[PoolChildren], owned: list[dict[str, Any]]
     ) -> None:
-        for child in children:
-            self.kube.apply(child)
-        keep = names_of(children)
+        objects = all_objects(children)
+        for obj in objects:
+            self.kube.apply(obj)
+        keep = names_of(objects)
         for obj in owned:
             refs = obj["metadata"].get("ownerReferences") or []
             ours = not uid or any(r.get("uid") == uid for r in refs)
             if ours and (obj["kind"], obj["metadata"]["name"]) not in keep:
                 self.kube.delete(obj["kind"], namespace, obj["metadata"]["name"])
-
-
-def _pool_of(spec: QueueSupervisorSpec, deployment: Mapping[str, Any]) -> Pool:
-    wanted = deployment["metadata"]["annotations"][POOL_ANNOTATION]
-    return next(p for p in pools(spec) if p.name == wanted)
 
 
 def _changed(previous: Mapping[str, Any], status: dict[str, Any]) -> dict[str, Any] | None:

@@ -1,4 +1,4 @@
-"""What the status says, computed from what was observed (pure: observations in, status dict out)."""
+"""What the status says, computed from what was observed (pure: observations in, the typed status out)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fairway.figures import QueueStats, TenantFigures
-from fairway.manifests import ValidationReport
-from fairway.pools import Pool
+from pydantic import ValidationError
+
+from fairway.plan.pools import Pool, SpecialPool
+from fairway.queue.figures import QueueStats, TenantFigures
+from fairway.resource.manifests import ValidationReport
+from fairway.resource.names import DEFAULT_WEIGHT
+from fairway.resource.status import (
+    ConditionType,
+    PoolStatus,
+    QueueStatus,
+    QueueSupervisorStatus,
+    TenantsStatus,
+)
 from fairway_operator import conditions as c
+
+QUARANTINED_LISTED = 100  # the status lists at most this many quarantined tenants (the schema's bound)
 
 
 @dataclass(frozen=True)
@@ -32,54 +44,57 @@ class Observations:
     weights: Mapping[str, int] = field(default_factory=dict)
 
 
-def _queues(obs: Observations) -> list[dict[str, Any]]:
+def parse_status(raw: Mapping[str, Any] | None) -> QueueSupervisorStatus:
+    """The status as the API server returned it; one this version cannot read starts afresh."""
+    try:
+        return QueueSupervisorStatus.model_validate(raw or {})
+    except ValidationError:
+        return QueueSupervisorStatus()
+
+
+def _queues(obs: Observations) -> list[QueueStatus]:
     processes: dict[str, int] = {}
     for p in obs.pools:
         for queue in p.pool.queues:
             processes[queue] = processes.get(queue, 0) + p.desired
     spec = obs.validation.spec
     paused = set(spec.paused_queues) if spec else set()
-    rows = []
-    for s in obs.queue_stats or ():
-        row: dict[str, Any] = {
-            "name": s.queue,
-            "weight": obs.weights.get(s.queue, 1),
-            "paused": s.queue in paused or s.paused,
-            "depth": s.ready,
-            "reserved": s.reserved,
-            "delayed": s.delayed,
-            "failed": s.failed,
-            "processes": processes.get(s.queue, 0),
-        }
-        if s.oldest_age_s is not None:
-            row["oldestAgeSeconds"] = float(round(s.oldest_age_s))
-        rows.append(row)
-    return rows
+    return [
+        QueueStatus(
+            name=s.queue,
+            weight=obs.weights.get(s.queue, DEFAULT_WEIGHT),
+            paused=s.queue in paused or s.paused,
+            depth=s.ready,
+            reserved=s.reserved,
+            delayed=s.delayed,
+            failed=s.failed,
+            oldest_age_seconds=float(round(s.oldest_age_s)) if s.oldest_age_s is not None else None,
+            processes=processes.get(s.queue, 0),
+        )
+        for s in obs.queue_stats or ()
+    ]
 
 
-def _tenants(figures: Sequence[TenantFigures]) -> dict[str, Any]:
-    active = [f for f in figures if f.waiting or f.in_flight]
+def _tenants(figures: Sequence[TenantFigures]) -> TenantsStatus:
     worst = max((f.p99_wait_ms for f in figures if f.p99_wait_ms is not None), default=None)
-    out: dict[str, Any] = {
-        "active": len(active),
-        "quarantined": sorted(f.tenant for f in figures if f.quarantined)[:100],
-    }
-    if worst is not None:
-        out["worstP99WaitMs"] = round(worst)
-    return out
+    return TenantsStatus(
+        active=sum(1 for f in figures if f.waiting or f.in_flight),
+        quarantined=sorted(f.tenant for f in figures if f.quarantined)[:QUARANTINED_LISTED],
+        worst_p99_wait_ms=round(worst) if worst is not None else None,
+    )
 
 
-def build_status(obs: Observations, previous: Mapping[str, Any], now: str) -> dict[str, Any]:
+def build_status(obs: Observations, previous: QueueSupervisorStatus, now: str) -> QueueSupervisorStatus:
     gen = obs.generation
-    conds: list[dict[str, Any]] = list(previous.get("conditions") or [])
+    conds = list(previous.conditions)
     report = obs.validation
-    status: dict[str, Any] = {"observedGeneration": gen, "warnings": list(report.warnings)[:100]}
+    status = QueueSupervisorStatus(observed_generation=gen, warnings=list(report.warnings)[:100])
     if not report.valid:
         message = "; ".join(str(p) for p in report.errors)
-        conds = c.set_condition(conds, c.VALID, False, c.SPEC_INVALID, message, gen, now)
+        conds = c.set_condition(conds, ConditionType.VALID, False, c.SPEC_INVALID, message, gen, now)
         conds = c.set_condition(
             conds,
-            c.READY,
+            ConditionType.READY,
             False,
             c.WAITING_FOR_VALID_SPEC,
             "the spec is invalid; existing workers are left as they were",
@@ -88,59 +103,62 @@ def build_status(obs: Observations, previous: Mapping[str, Any], now: str) -> di
         )
         conds = c.set_condition(
             conds,
-            c.PROGRESSING,
+            ConditionType.PROGRESSING,
             False,
             c.WAITING_FOR_VALID_SPEC,
             "nothing is rolled out until the spec is fixed",
             gen,
             now,
         )
-        status["conditions"] = conds
-        for key in ("pools", "queues", "tenants"):
-            if key in previous:
-                status[key] = previous[key]
-        return status
+        return status.model_copy(
+            update={
+                "conditions": conds,
+                "pools": previous.pools,
+                "queues": previous.queues,
+                "tenants": previous.tenants,
+            }
+        )
 
-    conds = c.set_condition(conds, c.VALID, True, c.SPEC_VALID, "the spec is valid", gen, now)
+    conds = c.set_condition(conds, ConditionType.VALID, True, c.SPEC_VALID, "the spec is valid", gen, now)
     behind = [p for p in obs.pools if p.ready < p.desired]
     ready = not behind and not obs.api_error
     if behind:
         waiting = ", ".join(f"{p.deployment} {p.ready}/{p.desired}" for p in behind)
-        conds = c.set_condition(conds, c.READY, False, c.POOLS_NOT_READY, f"pools not ready: {waiting}", gen, now)
-        conds = c.set_condition(conds, c.PROGRESSING, True, c.ROLLING_OUT, f"rolling out: {waiting}", gen, now)
+        conds = c.set_condition(
+            conds, ConditionType.READY, False, c.POOLS_NOT_READY, f"pools not ready: {waiting}", gen, now
+        )
+        conds = c.set_condition(
+            conds, ConditionType.PROGRESSING, True, c.ROLLING_OUT, f"rolling out: {waiting}", gen, now
+        )
     else:
         conds = c.set_condition(
             conds,
-            c.READY,
+            ConditionType.READY,
             ready,
             c.POOLS_READY if ready else c.POOLS_NOT_READY,
             "every pool has its replicas available" if ready else "see Degraded",
             gen,
             now,
         )
-        conds = c.set_condition(conds, c.PROGRESSING, False, c.STABLE, "every pool is rolled out", gen, now)
+        conds = c.set_condition(conds, ConditionType.PROGRESSING, False, c.STABLE, "every pool is rolled out", gen, now)
     if obs.api_error:
-        conds = c.set_condition(conds, c.DEGRADED, True, c.API_ERROR, obs.api_error, gen, now)
+        conds = c.set_condition(conds, ConditionType.DEGRADED, True, c.API_ERROR, obs.api_error, gen, now)
     elif obs.redis_error:
-        conds = c.set_condition(conds, c.DEGRADED, True, c.REDIS_UNREACHABLE, obs.redis_error, gen, now)
+        conds = c.set_condition(conds, ConditionType.DEGRADED, True, c.REDIS_UNREACHABLE, obs.redis_error, gen, now)
     else:
-        conds = c.set_condition(conds, c.DEGRADED, False, c.AS_EXPECTED, "workers and Redis are reachable", gen, now)
-    status["conditions"] = conds
-    status["pools"] = [
-        {
-            "name": p.deployment,
-            "queues": [*p.pool.queues, *(["@tenants"] if p.pool.tenants else [])],
-            "desiredReplicas": p.desired,
-            "readyReplicas": p.ready,
-        }
+        conds = c.set_condition(
+            conds, ConditionType.DEGRADED, False, c.AS_EXPECTED, "workers and Redis are reachable", gen, now
+        )
+    pools = [
+        PoolStatus(
+            name=p.deployment,
+            queues=[*p.pool.queues, *([SpecialPool.TENANTS.value] if p.pool.tenants else [])],
+            desired_replicas=p.desired,
+            ready_replicas=p.ready,
+        )
         for p in obs.pools
     ]
-    if obs.queue_stats is not None:
-        status["queues"] = _queues(obs)
-    elif "queues" in previous:
-        status["queues"] = previous["queues"]  # Redis unreachable: keep the last figures, Degraded says why
-    if obs.tenants is not None:
-        status["tenants"] = _tenants(obs.tenants)
-    elif "tenants" in previous:
-        status["tenants"] = previous["tenants"]
-    return status
+    # Redis unreachable: keep the last figures; Degraded says why.
+    queues = _queues(obs) if obs.queue_stats is not None else previous.queues
+    tenants = _tenants(obs.tenants) if obs.tenants is not None else previous.tenants
+    return status.model_copy(update={"conditions": conds, "pools": pools, "queues": queues, "tenants": tenants})

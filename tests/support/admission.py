@@ -103,3 +103,12 @@ def admit(manifest: dict[str, Any], crd: dict[str, Any] | None = None) -> list[R
         return out
     _walk(schema, obj, "", out)
     return out
+
+
+def status_rejections(status: dict[str, Any], crd: dict[str, Any] | None = None) -> list[Rejection]:
+    """What the API server would refuse or silently prune in a `/status` write: schema errors, and
+    every field the status schema does not declare (pruned, so lost without a word)."""
+    schema = object_schema(crd or load_crd())["properties"]["status"]
+    out = [_schema_rejection(error) for error in jsonschema.Draft4Validator(schema).iter_errors(status)]
+    _walk(schema, status, ".status", out)
+    return out

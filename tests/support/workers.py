@@ -15,10 +15,11 @@ from typing import Any
 
 import redis
 
-from fairway.handlers import registry
-from fairway.loop import Worker
-from fairway.settings import WorkerSettings
-from fairway.store import Store, connect, group_for
+from fairway.queue.connection import connect
+from fairway.queue.fetch import fetcher_for
+from fairway.queue.handlers import registry
+from fairway.queue.settings import WorkerSettings
+from fairway.queue.worker import Worker
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -71,8 +72,8 @@ def run_in_process(redis_url: str, seed: int = 1, **fields: Any) -> list[dict[st
 
     settings = WorkerSettings.model_validate({"redis_url": redis_url, "log_format": "json", **fields})
     out = io.StringIO()
-    store = Store(connect(redis_url, settings.cluster), settings.prefix, group_for(settings.prefix, settings.tenants))
-    Worker(settings, store, registry, rng=random.Random(seed), out=out).run()
+    fetcher = fetcher_for(connect(redis_url, settings.cluster), settings, random.Random(seed))
+    Worker(settings, fetcher, registry, out=out).run()
     return job_lines(out.getvalue())
 
 

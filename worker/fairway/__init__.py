@@ -1,7 +1,7 @@
 """Fairway: fair Redis job queues: the worker, the producer API and the `fairway` command."""
 
-from fairway.client import Client
-from fairway.handlers import job
+from fairway.queue.client import Client
+from fairway.queue.handlers import job
 
 __all__ = ["Client", "job"]
 __version__ = "0.1.0"

@@ -195,8 +195,9 @@ async def test_an_invalid_spec_is_reported_and_leaves_the_workers_alone(
 async def test_status_shows_queue_depths_from_redis_and_pauses_reach_redis(
     k8s: Emulator, operator: Any, redis_secret: None, redis_url: str
 ) -> None:
-    from fairway.client import Client
-    from fairway.store import Store, connect
+    from fairway.queue.client import Client
+    from fairway.queue.connection import connect
+    from fairway.queue.inspector import Inspector
 
     Client(redis_url).enqueue_many("noop", [[]] * 7, queue="high")
     await create(supervisor(pausedQueues=["low"]))
@@ -208,7 +209,7 @@ async def test_status_shows_queue_depths_from_redis_and_pauses_reach_redis(
     rows = await depths()
     assert rows["high"]["depth"] == 7 and rows["high"]["processes"] == 1
     assert rows["low"]["paused"] is True
-    assert Store(connect(redis_url)).stats(["low"])[0].paused, "pausedQueues pushed to Redis, no rollout"
+    assert Inspector(connect(redis_url)).stats(["low"])[0].paused, "pausedQueues pushed to Redis, no rollout"
     Client(redis_url).enqueue_many("noop", [[]] * 5, queue="high")
 
     async def twelve() -> bool:
@@ -260,7 +261,7 @@ async def test_unreachable_redis_is_degraded_not_a_crash(k8s: Emulator, operator
 async def test_auto_balance_moves_replicas_toward_the_busy_queue(
     k8s: Emulator, operator: Any, redis_secret: None, redis_url: str
 ) -> None:
-    from fairway.client import Client
+    from fairway.queue.client import Client
 
     Client(redis_url).enqueue_many("noop", [[]] * 900, queue="high")
     Client(redis_url).enqueue_many("noop", [[]] * 100, queue="low")

@@ -6,9 +6,10 @@ import signal
 import time
 from typing import Any
 
-from fairway.client import Client
-from fairway.figures import percentile
-from fairway.store import Store, connect, tenant_figures
+from fairway.queue.client import Client
+from fairway.queue.connection import connect
+from fairway.queue.figures import percentile
+from fairway.queue.inspector import Inspector
 from support.workers import job_lines, start_worker, wait_until
 
 NOISY_JOBS, SMALL_TENANTS, SMALL_JOBS = 5000, 20, 10
@@ -17,7 +18,7 @@ NOISY_JOBS, SMALL_TENANTS, SMALL_JOBS = 5000, 20, 10
 def run(url: str, fair: bool) -> tuple[list[dict[str, Any]], set[str]]:
     """Run the scenario; returns every job line from both workers and the ids of the small tenants' jobs."""
     client = Client(url)
-    store = Store(connect(url))
+    store = Inspector(connect(url))
     serve = ["--tenants", "tenant-"] if fair else ["--queues", "fifo"]
     workers = [start_worker(url, *serve, "--block-for", "1") for _ in range(2)]
     time.sleep(1.0)  # both workers are up and idle
@@ -31,7 +32,7 @@ def run(url: str, fair: bool) -> tuple[list[dict[str, Any]], set[str]]:
     if fair:
 
         def small_done() -> bool:
-            figures = {f.tenant: f for f in tenant_figures(store, "tenant-")}
+            figures = {f.tenant: f for f in store.tenant_figures("tenant-")}
             return all(figures.get(f"s{i}") and figures[f"s{i}"].completed == SMALL_JOBS for i in range(SMALL_TENANTS))
     else:
 
@@ -50,7 +51,7 @@ def run(url: str, fair: bool) -> tuple[list[dict[str, Any]], set[str]]:
 
 def test_a_noisy_tenant_only_slows_itself(redis_url: str) -> None:
     fair_lines, fair_small = run(redis_url, fair=True)
-    Store(connect(redis_url)).client.flushdb()
+    connect(redis_url).flushdb()
     fifo_lines, fifo_small = run(redis_url, fair=False)
 
     small_lines = [line for line in fair_lines if line["id"] in fair_small]

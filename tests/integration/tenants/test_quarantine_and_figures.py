@@ -11,12 +11,14 @@ from collections import Counter
 import pytest
 import redis
 
-from fairway.client import Client
-from fairway.job import new_job
-from fairway.store import Store, connect, tenant_figures
+from fairway.queue.client import Client
+from fairway.queue.connection import connect
+from fairway.queue.inspector import Inspector
+from fairway.queue.job import new_job
+from fairway.queue.producer import Producer
 from support.workers import run_in_process, worker_env
 
-QUARANTINE = {"max_consecutive": 5, "quarantine_failures": 5, "quarantine_window_s": 2, "sample_rate": 0.1}
+QUARANTINE = {"max_consecutive_jobs": 5, "quarantine": {"failures": 5, "window_seconds": 2, "sample_rate": 0.1}}
 
 
 @pytest.fixture
@@ -39,7 +41,7 @@ def test_a_failing_tenant_is_served_at_sample_rate_then_returns(redis_url: str, 
     assert 0.06 <= ratio <= 0.15, settled
     assert (settled["h1"] + settled["h2"]) / sum(settled.values()) > 0.9, "healthy tenants keep their throughput"
     assert all(line["outcome"] == "failed" for line in lines if line["tenant"] == "bad")
-    figures = {f.tenant: f for f in tenant_figures(Store(connect(redis_url)), "tenant-")}
+    figures = {f.tenant: f for f in Inspector(connect(redis_url)).tenant_figures("tenant-")}
     assert figures["bad"].quarantined and not figures["h1"].quarantined
     assert figures["bad"].waiting > 0, "a quarantined tenant's jobs wait; none is dropped"
 
@@ -48,11 +50,11 @@ def test_a_failing_tenant_is_served_at_sample_rate_then_returns(redis_url: str, 
     lines = run_in_process(redis_url, tenants=QUARANTINE, max_jobs=600)
     later = Counter(line["tenant"] for line in lines[20:])
     assert 0.7 <= later["bad"] / ((later["h1"] + later["h2"]) / 2) <= 1.3, later
-    assert not {f.tenant: f for f in tenant_figures(Store(connect(redis_url)), "tenant-")}["bad"].quarantined
+    assert not {f.tenant: f for f in Inspector(connect(redis_url)).tenant_figures("tenant-")}["bad"].quarantined
 
 
 def test_figures_from_known_waits(redis_url: str) -> None:
-    store = Store(connect(redis_url))
+    store = Producer(connect(redis_url))
     now = int(time.time() * 1000)
     waits = {"slow": [i * 1000 for i in range(1, 101)], "quick": [10] * 50}
     for tenant, tenant_waits in waits.items():
@@ -61,10 +63,10 @@ def test_figures_from_known_waits(redis_url: str) -> None:
         ]
         store.enqueue_tenant("tenant-", tenant, payloads)
     store.enqueue_tenant("tenant-", "quick", [new_job("fail", "tenant-quick", [], {}, tenant="quick").encode()])
-    run_in_process(redis_url, tenants={"max_consecutive": 1000}, burst=True)
+    run_in_process(redis_url, tenants={"max_consecutive_jobs": 1000}, burst=True)
     store.enqueue_tenant("tenant-", "backlog", [new_job("noop", "tenant-backlog", [], {}).encode()] * 7)
 
-    figures = {f.tenant: f for f in tenant_figures(store, "tenant-")}
+    figures = {f.tenant: f for f in Inspector(store.client).tenant_figures("tenant-")}
     slow = figures["slow"]
     assert (slow.completed, slow.failed, slow.waiting, slow.in_flight) == (100, 0, 0, 0)
     assert slow.p99_wait_ms is not None and 99_000 <= slow.p99_wait_ms <= 99_000 * 1.19 + 500

@@ -9,11 +9,14 @@ from typing import Any
 import pytest
 import redis
 
-from fairway.client import Client
-from fairway.job import JobError, new_job
-from fairway.keys import TenantGroupKeys
-from fairway.settings import TenantSettings
-from fairway.store import Reservation, Store, TenantGroup, connect
+from fairway.queue.calls import Reservation
+from fairway.queue.client import Client
+from fairway.queue.connection import connect
+from fairway.queue.fetch import StandaloneFetcher
+from fairway.queue.inspector import Inspector
+from fairway.queue.job import JobError, new_job
+from fairway.queue.keys import TenantGroupKeys
+from fairway.queue.settings import WorkerSettings
 from support.workers import run_in_process
 
 
@@ -29,7 +32,7 @@ def test_cap_of_5_never_serves_more_than_5_in_a_row_while_the_other_has_work(red
     client = Client(redis_url)
     client.enqueue_many("noop", [[]] * 60, tenant="a")
     client.enqueue_many("noop", [[]] * 23, tenant="b")
-    order = tenant_lines(run_in_process(redis_url, tenants={"max_consecutive": 5}, burst=True))
+    order = tenant_lines(run_in_process(redis_url, tenants={"max_consecutive_jobs": 5}, burst=True))
     both_busy = order[: 2 * 23]
     assert all(length <= 5 for _, length in runs(both_busy)), runs(both_busy)
     assert runs(order)[:4] == [("a", 5), ("b", 5), ("a", 5), ("b", 5)]
@@ -40,7 +43,7 @@ def test_cap_of_1_alternates_strictly(redis_url: str) -> None:
     client = Client(redis_url)
     client.enqueue_many("noop", [[]] * 20, tenant="a")
     client.enqueue_many("noop", [[]] * 20, tenant="b")
-    order = tenant_lines(run_in_process(redis_url, tenants={"max_consecutive": 1}, burst=True))
+    order = tenant_lines(run_in_process(redis_url, tenants={"max_consecutive_jobs": 1}, burst=True))
     assert order == ["a", "b"] * 20
 
 
@@ -48,7 +51,7 @@ def test_empty_tenants_are_skipped_and_new_ones_join_the_rotation(redis_url: str
     client = Client(redis_url)
     client.enqueue_many("noop", [[]] * 2, tenant="small")
     client.enqueue_many("noop", [[]] * 12, tenant="big")
-    order = tenant_lines(run_in_process(redis_url, tenants={"max_consecutive": 3}, burst=True))
+    order = tenant_lines(run_in_process(redis_url, tenants={"max_consecutive_jobs": 3}, burst=True))
     assert order == ["small", "small"] + ["big"] * 12
     group = TenantGroupKeys("fairway", "tenant-")
     r = redis.Redis.from_url(redis_url)
@@ -60,12 +63,12 @@ def test_the_rotation_is_shared_by_every_worker(redis_url: str) -> None:
     client = Client(redis_url)
     client.enqueue_many("noop", [[]] * 20, tenant="a")
     client.enqueue_many("noop", [[]] * 20, tenant="b")
-    store = Store(connect(redis_url), group=TenantGroup(TenantSettings(max_consecutive=2)))
-    served = store.register_served(["@tenant-"], True, [0])
+    settings = WorkerSettings(tenants={"max_consecutive_jobs": 2})
+    workers = [StandaloneFetcher(connect(redis_url), settings) for _ in range(2)]
     order = []
     ack: Reservation | None = None
-    for _ in range(12):  # alternate between two "workers" (the same calls a second process makes)
-        ack = store.reserve_weighted(served, True, 0.5, 60_000, ack)
+    for turn in range(12):  # alternate between two workers, each acknowledging the other's last job
+        ack = workers[turn % 2].reserve(ack)
         assert ack is not None
         order.append(ack.tenant)
     assert order == ["a", "a", "b", "b"] * 3
@@ -92,23 +95,23 @@ def test_delayed_and_retried_tenant_jobs_return_to_their_tenant(redis_url: str) 
         ("retry", "failed"),
         ("retry", "retry"),
     ]
-    (record,) = Store(connect(redis_url)).failed_records("@tenant-")
+    (record,) = Inspector(connect(redis_url)).failed_records("@tenant-")
     assert record["tenant"] == "retry"
 
 
 def test_an_expired_tenant_reservation_goes_back_to_its_tenant(redis_url: str) -> None:
     Client(redis_url).enqueue("noop", tenant="t1")
-    group = TenantGroup(TenantSettings())
-    store = Store(connect(redis_url), group=group)
-    served = store.register_served(["@tenant-"], True, [0])
-    got = store.reserve_weighted(served, True, 0.5, 1, None)  # reserved for 1 ms: the worker "died"
+    # Reserved for 1 ms (retry_after 0.001 s): the worker "died".
+    dying = StandaloneFetcher(connect(redis_url), WorkerSettings(tenants={}, timeout_s=0.0005, retry_after_s=0.001))
+    got = dying.reserve(None)
     assert got is not None and got.tenant == "t1"
     time.sleep(0.01)
-    assert store.maintain([])[1] == 1
-    again = store.reserve_weighted(served, True, 0.5, 60_000, None)
+    alive = StandaloneFetcher(connect(redis_url), WorkerSettings(tenants={}))
+    assert alive.maintain()[1] == 1
+    again = alive.reserve(None)
     assert again is not None and again.payload == got.payload and again.attempts == 2
     r = redis.Redis.from_url(redis_url)
-    assert int(r.hget(group.keys.inflight, "t1") or 0) == 1
+    assert int(r.hget(TenantGroupKeys("fairway", "tenant-").inflight, "t1") or 0) == 1
 
 
 @pytest.mark.parametrize("tenant", ["{42}", "a b", "x:y", "*", ""])

@@ -6,8 +6,9 @@ import itertools
 
 import pytest
 
-from fairway.client import Client
-from fairway.store import Store, connect, tenant_figures
+from fairway.queue.client import Client
+from fairway.queue.connection import connect
+from fairway.queue.inspector import Inspector
 from support.workers import job_lines, run_in_process, start_worker
 
 pytestmark = pytest.mark.cluster
@@ -22,7 +23,7 @@ def test_round_robin_retries_and_figures_on_a_cluster(cluster_url: str) -> None:
     lines = run_in_process(
         cluster_url,
         queues=["default"],
-        tenants={"max_consecutive": 3},
+        tenants={"max_consecutive_jobs": 3},
         burst=True,
         tries=2,
         maintenance_interval_s=0.05,
@@ -30,9 +31,9 @@ def test_round_robin_retries_and_figures_on_a_cluster(cluster_url: str) -> None:
     tenants = [line["tenant"] for line in lines if line["tenant"]]
     assert [t for t, _ in itertools.groupby(tenants)][:6] == ["a", "b", "c", "a", "b", "c"]
     assert sorted(line["outcome"] for line in lines if line["handler"] == "fail") == ["failed", "retry"]
-    figures = {f.tenant: f for f in tenant_figures(Store(connect(cluster_url)), "tenant-")}
+    figures = {f.tenant: f for f in Inspector(connect(cluster_url)).tenant_figures("tenant-")}
     assert figures["a"].completed == 9 and figures["c"].failed == 2
-    assert Store(connect(cluster_url)).failed_records("@tenant-")[0]["message"] == "boom"
+    assert Inspector(connect(cluster_url)).failed_records("@tenant-")[0]["message"] == "boom"
 
 
 def test_a_worker_process_serves_tenants_on_a_cluster_without_crossslot(cluster_url: str) -> None:

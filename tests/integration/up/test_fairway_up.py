@@ -13,8 +13,9 @@ from pathlib import Path
 import redis
 import yaml
 
-from fairway.client import Client
-from fairway.store import Store, connect
+from fairway.queue.client import Client
+from fairway.queue.connection import connect
+from fairway.queue.inspector import Inspector
 from support.workers import worker_env
 
 
@@ -68,7 +69,7 @@ def test_up_serves_pauses_restarts_crashed_workers_and_drains(redis_url: str, tm
         client.enqueue_many("record", [["l0", 0.0]], queue="low")
         r = redis.Redis.from_url(redis_url)
         assert wait_for(lambda: r.llen("test:done") == 10), "the high jobs ran"
-        assert Store(connect(redis_url)).stats(["low"])[0].paused and r.llen("test:done") == 10, "low stays paused"
+        assert Inspector(connect(redis_url)).stats(["low"])[0].paused and r.llen("test:done") == 10, "low stays paused"
         assert wait_for(lambda: len(worker_pids(tmp_path)) == 2)
         victim = worker_pids(tmp_path)[0]
         os.kill(victim, signal.SIGKILL)
@@ -100,7 +101,7 @@ def test_up_starts_a_private_redis_when_none_is_reachable(tmp_path: Path) -> Non
             url = match.group(1) if match else None
         assert url and ":6379/" not in url, lines
         Client(url).enqueue_many("sleep", [[0.05]] * 200, queue="high")
-        store = Store(connect(url))
+        store = Inspector(connect(url))
         assert wait_for(lambda: len(worker_pids(tmp_path)) >= 3, 15), "auto-balancing grew the busy pool"
         assert wait_for(lambda: store.stats(["high"])[0].ready == 0, 30)
     finally:

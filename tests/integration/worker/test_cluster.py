@@ -7,8 +7,11 @@ from collections import Counter
 
 import pytest
 
-from fairway.client import Client
-from fairway.store import Store, connect
+from fairway.queue.admin import Admin
+from fairway.queue.client import Client
+from fairway.queue.connection import connect, is_cluster
+from fairway.queue.inspector import Inspector
+from fairway.queue.keys import QueueKeys
 from support.workers import job_lines, run_in_process, start_worker, wait_until
 
 pytestmark = pytest.mark.cluster
@@ -16,8 +19,8 @@ pytestmark = pytest.mark.cluster
 
 def test_queues_live_on_different_shards(cluster_url: str) -> None:
     client = connect(cluster_url)
-    slots = {client.keyslot(Store(client).keys(q).ready) for q in ("high", "default", "low")}
-    nodes = {client.get_node_from_key(Store(client).keys(q).ready).port for q in ("high", "default", "low")}
+    slots = {client.keyslot(QueueKeys("fairway", q).ready) for q in ("high", "default", "low")}
+    nodes = {client.get_node_from_key(QueueKeys("fairway", q).ready).port for q in ("high", "default", "low")}
     assert len(slots) == 3 and len(nodes) >= 2, "the test would not catch a cross-slot script"
 
 
@@ -35,12 +38,12 @@ def test_weighted_draining_on_a_cluster(cluster_url: str) -> None:
 
 def test_strict_order_pause_and_delayed_retries_on_a_cluster(cluster_url: str) -> None:
     client = Client(cluster_url)
-    store = Store(connect(cluster_url))
+    store, admin = Inspector(connect(cluster_url)), Admin(connect(cluster_url))
     client.enqueue_many("noop", [[]] * 3, queue="low")
     client.enqueue_many("noop", [[]] * 3, queue="high")
     client.enqueue("fail", "boom", queue="default")
     client.enqueue("noop", queue="default", delay=0.3)
-    store.pause("high")
+    admin.pause("high")
     lines = run_in_process(
         cluster_url, queues=["high", "default", "low"], burst=True, tries=2, backoff_s=[0], maintenance_interval_s=0.1
     )
@@ -50,7 +53,7 @@ def test_strict_order_pause_and_delayed_retries_on_a_cluster(cluster_url: str) -
     assert served.count(("low", "ok")) == 3 and served.count(("default", "ok")) == 1
     (record,) = store.failed_records("default")
     assert record["message"] == "boom"
-    store.resume("high")
+    admin.resume("high")
     assert [line["queue"] for line in run_in_process(cluster_url, queues=["high", "low"], burst=True)] == ["high"] * 3
     assert store.stats(["high", "default", "low"])[0].ready == 0
 
@@ -60,7 +63,7 @@ def test_kill_9_on_a_cluster_leaves_the_job_reserved_then_it_runs_again(cluster_
     config.write_text("retry_after_s: 2\ntimeout_s: 1\ntries: 3\nmaintenance_interval_s: 0.2\n")
     Client(cluster_url).enqueue("sleep", 30, queue="default")
     first = start_worker(cluster_url, "--queues", "default", "--cluster", "--config", str(config))
-    store = Store(connect(cluster_url))
+    store = Inspector(connect(cluster_url))
     assert wait_until(lambda: store.stats(["default"])[0].reserved == 1, 15)
     first.send_signal(signal.SIGKILL)
     first.communicate(timeout=10)
@@ -76,4 +79,4 @@ def test_kill_9_on_a_cluster_leaves_the_job_reserved_then_it_runs_again(cluster_
 
 
 def test_cluster_is_detected_without_the_flag(cluster_url: str) -> None:
-    assert Store(connect(cluster_url)).cluster
+    assert is_cluster(connect(cluster_url))

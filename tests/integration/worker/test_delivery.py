@@ -6,8 +6,9 @@ import random
 import signal
 import time
 
-from fairway.client import Client
-from fairway.store import Store, connect
+from fairway.queue.client import Client
+from fairway.queue.connection import connect
+from fairway.queue.inspector import Inspector
 from support.workers import WorkerProcess, done_keys, job_lines, start_worker, started_keys, wait_until
 
 
@@ -20,7 +21,7 @@ def test_a_job_killed_mid_run_runs_again_on_another_worker(redis_url: str, tmp_p
     first.send_signal(signal.SIGKILL)
     first.communicate(timeout=10)
     assert done_keys(redis_url) == []
-    store = Store(connect(redis_url))
+    store = Inspector(connect(redis_url))
     assert store.stats(["default"])[0].reserved == 1, "the job is left reserved, not lost"
 
     second = start_worker(redis_url, "--queues", "default", "--config", str(config), "--timeout", "1.5", "--tries", "3")
@@ -74,7 +75,7 @@ def test_sigterm_mid_job_finishes_the_job_and_exits_0(redis_url: str) -> None:
     out, err = worker.communicate(timeout=10)
     assert worker.returncode == 0, err
     assert done_keys(redis_url) == ["long"], "the running job completes; no new job is taken"
-    stats = Store(connect(redis_url)).stats(["default"])[0]
+    stats = Inspector(connect(redis_url)).stats(["default"])[0]
     assert (stats.ready, stats.reserved) == (1, 0), "the finished job was acknowledged on the way out"
     assert [line["outcome"] for line in job_lines(out)] == ["ok"]
 
@@ -96,7 +97,7 @@ def test_max_jobs_recycles_the_worker_cleanly(redis_url: str) -> None:
     assert worker.returncode == 0
     assert len(job_lines(out)) == 4
     assert "max jobs (4)" in err
-    stats = Store(connect(redis_url)).stats(["default"])[0]
+    stats = Inspector(connect(redis_url)).stats(["default"])[0]
     assert (stats.ready, stats.reserved) == (6, 0)
 
 

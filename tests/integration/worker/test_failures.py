@@ -10,8 +10,9 @@ import time
 
 import redis
 
-from fairway.client import Client
-from fairway.store import Store, connect
+from fairway.queue.client import Client
+from fairway.queue.connection import connect
+from fairway.queue.inspector import Inspector
 from support.redis_procs import RedisProcess
 from support.workers import done_keys, job_lines, start_worker, wait_until, worker_env
 
@@ -71,7 +72,7 @@ def test_exhausted_tries_land_in_the_failed_store_and_can_be_retried_or_forgotte
     )
     assert fairway("failed", "retry", first, "--redis", redis_url, "--queue", "default", url=redis_url).returncode == 0
     assert fairway("failed", "retry", "nope", "--redis", redis_url, "--queue", "default", url=redis_url).returncode == 1
-    stats = Store(connect(redis_url)).stats(["default"])[0]
+    stats = Inspector(connect(redis_url)).stats(["default"])[0]
     assert (stats.ready, stats.failed) == (1, 0)
 
 
@@ -96,7 +97,7 @@ def test_a_job_that_ignores_its_timeout_makes_the_worker_exit_for_a_restart(redi
     _, err = worker.communicate(timeout=20)
     assert worker.returncode == 70
     assert "ignored its timeout" in err
-    assert Store(connect(redis_url)).stats(["default"])[0].reserved == 1, "still reserved: handed out again later"
+    assert Inspector(connect(redis_url)).stats(["default"])[0].reserved == 1, "still reserved: handed out again later"
 
 
 def test_malformed_payload_goes_to_the_failed_store_and_the_worker_carries_on(redis_url: str) -> None:
@@ -108,7 +109,7 @@ def test_malformed_payload_goes_to_the_failed_store_and_the_worker_carries_on(re
     )
     assert out.returncode == 0
     assert [line["outcome"] for line in job_lines(out.stdout)] == ["ok"]
-    (record,) = Store(connect(redis_url)).failed_records("default")
+    (record,) = Inspector(connect(redis_url)).failed_records("default")
     assert record["payload"] == "{not json"
     assert "MalformedJob: payload is not JSON" in record["message"]
 
@@ -124,7 +125,7 @@ def test_a_payload_naming_an_arbitrary_function_fails_as_unregistered(redis_url:
     assert line["outcome"] == "failed"
     assert "UnknownHandler" in line["error"]
     assert not marker.exists()
-    (record,) = Store(connect(redis_url)).failed_records("default")
+    (record,) = Inspector(connect(redis_url)).failed_records("default")
     assert record["id"] == "evil"
 
 

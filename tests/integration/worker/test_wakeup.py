@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from fairway.client import Client
+from fairway.queue.client import Client
+from fairway.queue.inspector import Inspector
 from support.workers import job_lines, start_worker, wait_until
 
 
@@ -16,7 +17,7 @@ def measure_wakeups(url: str, extra: list[str], rounds: int = 7) -> list[float]:
     client = Client(url)
     try:
         client.enqueue("noop", queue="high")  # warm-up: the worker is up and has gone idle afterwards
-        assert wait_until(lambda: client.store.stats(["high"])[0].ready == 0, 15)
+        assert wait_until(lambda: Inspector(client.redis).stats(["high"])[0].ready == 0, 15)
         for _ in range(rounds):
             time.sleep(0.3)  # idle, inside its blocking read (or poll loop)
             client.enqueue("noop", queue="low")

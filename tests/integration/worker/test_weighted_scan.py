@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from fairway.client import Client
-from fairway.store import Store, connect
+from fairway.queue.admin import Admin
+from fairway.queue.client import Client
+from fairway.queue.connection import connect
 from support.workers import run_in_process
 
 
@@ -63,7 +64,7 @@ def test_only_the_last_of_300_queues_has_work(redis_url: str) -> None:
 
 def test_paused_queue_is_skipped_until_continued(redis_url: str) -> None:
     fill(redis_url, {"high": 5, "low": 5})
-    store = Store(connect(redis_url))
+    store = Admin(connect(redis_url))
     store.pause("high")
     first = run_in_process(redis_url, queues=["high", "low"], burst=True)
     assert [line["queue"] for line in first] == ["low"] * 5

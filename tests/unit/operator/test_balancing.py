@@ -7,9 +7,10 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fairway.balancing import Limits, PoolLoad, pool_load, rebalance, targets
+from fairway.plan.balancing import Limits, PoolLoad, pool_load, rebalance, targets
+from fairway.resource.balance import ScalingStrategy
 
-LIMITS = Limits(min_processes=1, max_processes=10, max_shift=1, strategy="size")
+LIMITS = Limits(min_processes=1, max_processes=10, max_shift=1, strategy=ScalingStrategy.SIZE)
 
 
 def step(
@@ -17,10 +18,10 @@ def step(
     sizes: dict[str, int],
     limits: Limits = LIMITS,
     runtimes: dict[str, float] | None = None,
-    balancing: bool = True,
+    by_share: bool = True,
 ) -> dict[str, int]:
     loads = [PoolLoad(q, sizes[q], (runtimes or {}).get(q), replicas[q]) for q in replicas]
-    return rebalance(loads, limits, balancing)
+    return rebalance(loads, limits, by_share)
 
 
 def test_a_steady_skewed_load_converges_to_its_share_then_stays() -> None:
@@ -35,7 +36,7 @@ def test_a_steady_skewed_load_converges_to_its_share_then_stays() -> None:
 
 
 def test_time_strategy_weighs_by_runtime() -> None:
-    limits = Limits(1, 10, 10, "time")
+    limits = Limits(1, 10, 10, ScalingStrategy.TIME)
     loads = [PoolLoad("slow", 100, 90.0, 1), PoolLoad("fast", 100, 10.0, 1)]
     assert targets(loads, limits, True) == {"slow": 9.0, "fast": 1.0}
     assert rebalance(loads, limits) == {"slow": 9, "fast": 1}
@@ -43,7 +44,7 @@ def test_time_strategy_weighs_by_runtime() -> None:
 
 def test_unknown_runtimes_fall_back_to_size() -> None:
     loads = [PoolLoad("a", 30, None, 1), PoolLoad("b", 10, None, 1)]
-    assert targets(loads, Limits(1, 8, 1, "time"), True) == {"a": 6.0, "b": 2.0}
+    assert targets(loads, Limits(1, 8, 1, ScalingStrategy.TIME), True) == {"a": 6.0, "b": 2.0}
 
 
 def test_idle_pools_shrink_to_min_one_step_at_a_time() -> None:
@@ -56,17 +57,17 @@ def test_idle_pools_shrink_to_min_one_step_at_a_time() -> None:
 
 
 def test_growing_never_takes_the_supervisor_above_max() -> None:
-    limits = Limits(1, 6, 3, "size")
+    limits = Limits(1, 6, 3, ScalingStrategy.SIZE)
     replicas = step({"a": 3, "b": 3}, {"a": 100, "b": 100}, limits)
     assert sum(replicas.values()) <= 6
 
 
 def test_balance_none_sizes_one_pool_by_the_backlog_between_min_and_max() -> None:
-    limits = Limits(2, 8, 2, "time")
-    assert step({"@all": 2}, {"@all": 3}, limits, balancing=False) == {"@all": 3}
-    assert step({"@all": 2}, {"@all": 500}, limits, balancing=False) == {"@all": 4}, "shift-limited"
-    assert step({"@all": 8}, {"@all": 0}, limits, balancing=False) == {"@all": 6}
-    assert step({"@all": 2}, {"@all": 0}, limits, balancing=False) == {"@all": 2}, "never below min"
+    limits = Limits(2, 8, 2, ScalingStrategy.TIME)
+    assert step({"@all": 2}, {"@all": 3}, limits, by_share=False) == {"@all": 3}
+    assert step({"@all": 2}, {"@all": 500}, limits, by_share=False) == {"@all": 4}, "shift-limited"
+    assert step({"@all": 8}, {"@all": 0}, limits, by_share=False) == {"@all": 6}
+    assert step({"@all": 2}, {"@all": 0}, limits, by_share=False) == {"@all": 2}, "never below min"
 
 
 @given(

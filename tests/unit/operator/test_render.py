@@ -12,9 +12,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from fairway.manifests import validate_document
-from fairway.settings import WorkerSettings
-from fairway_operator.desired import CONFIG_HASH, desired
+from fairway.queue.settings import WorkerSettings
+from fairway.resource.manifests import validate_document
+from fairway_operator.desired import CONFIG_HASH, all_objects, desired
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
@@ -28,7 +28,7 @@ def supervisor(name: str = "shop", uid: str | None = "u-1", **spec: Any) -> dict
 def render(body: dict[str, Any], current: dict[str, int] | None = None) -> list[dict[str, Any]]:
     report = validate_document(body)
     assert report.spec is not None, report.errors
-    return desired(body, report.spec, current or {})
+    return all_objects(desired(body, report.spec, current or {}))
 
 
 def deployments(objs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -57,7 +57,7 @@ def test_balance_simple_splits_max_processes_evenly_with_a_tenant_pool() -> None
     assert set(pools) == {"high", "default", "low", "@tenants"}
     assert sorted(p["spec"]["replicas"] for p in pools.values()) == [2, 2, 3, 3]
     assert config(objs, pools["@tenants"])["queues"] == []
-    assert "weights" not in config(objs, pools["high"])
+    assert config(objs, pools["high"])["weights"] == {}, "one queue per pool: no weights"
 
 
 def test_balance_auto_starts_every_pool_at_min_processes_and_keeps_the_balancers_count() -> None:

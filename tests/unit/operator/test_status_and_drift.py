@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from fairway.figures import QueueStats, TenantFigures, bucket_upper_ms
-from fairway.manifests import validate_spec
-from fairway.pools import Pool
+from fairway.plan.pools import Pool, SpecialPool
+from fairway.queue.figures import QueueStats, TenantFigures, bucket_upper_ms
+from fairway.resource.manifests import validate_spec
+from fairway.resource.status import ConditionType
 from fairway_operator.conditions import set_condition
 from fairway_operator.desired import desired
 from fairway_operator.drift import drifted
 from fairway_operator.names import dns_label
 from fairway_operator.reconcile import _changed
-from fairway_operator.report import Observations, PoolObservation, build_status
+from fairway_operator.report import Observations, PoolObservation, build_status, parse_status
 
 SPEC = {
     "redis": {"url": "redis://r:6379"},
@@ -25,7 +26,7 @@ SPEC = {
 
 def observations(ready: int = 2, redis_error: str | None = None, spec: dict[str, Any] = SPEC) -> Observations:
     report = validate_spec(spec, "shop")
-    pool = Pool("@all", ("high", "low"), True)
+    pool = Pool(SpecialPool.SHARED, ("high", "low"), "@tenant-")
     stats = [QueueStats("high", 5, 1, 0, 2, False, 3.4), QueueStats("low", 0, 0, 0, 0, True, None)]
     tenants = [TenantFigures("a", waiting=3, histogram={40: 1}), TenantFigures("b", quarantined=True)]
     return Observations(
@@ -39,23 +40,29 @@ def observations(ready: int = 2, redis_error: str | None = None, spec: dict[str,
     )
 
 
+def status_of(obs: Observations, previous: dict[str, Any] | None = None, now: str = "t1") -> dict[str, Any]:
+    """The status as the operator writes it: built from the previous one as the API server holds it."""
+    return build_status(obs, parse_status(previous), now).to_api()
+
+
 def test_condition_time_moves_only_when_status_flips() -> None:
-    first = set_condition([], "Ready", False, "PoolsNotReady", "0/2", 1, "t1")
-    same = set_condition(first, "Ready", False, "PoolsNotReady", "1/2", 1, "t2")
-    flipped = set_condition(same, "Ready", True, "PoolsReady", "ok", 1, "t3")
-    assert same[0]["lastTransitionTime"] == "t1"
-    assert flipped[0]["lastTransitionTime"] == "t3"
+    ready = ConditionType.READY
+    first = set_condition([], ready, False, "PoolsNotReady", "0/2", 1, "t1")
+    same = set_condition(first, ready, False, "PoolsNotReady", "1/2", 1, "t2")
+    flipped = set_condition(same, ready, True, "PoolsReady", "ok", 1, "t3")
+    assert same[0].last_transition_time == "t1"
+    assert flipped[0].last_transition_time == "t3"
 
 
 def test_a_pass_that_observes_nothing_new_writes_nothing() -> None:
-    status = build_status(observations(), {}, "t1")
+    status = status_of(observations())
     assert _changed({}, status) == status
-    again = build_status(observations(), status, "t2")
+    again = status_of(observations(), status, "t2")
     assert _changed(status, again) is None
 
 
 def test_status_carries_what_users_look_at() -> None:
-    status = build_status(observations(), {}, "t1")
+    status = status_of(observations())
     conditions = {c["type"]: c for c in status["conditions"]}
     assert {k: c["status"] for k, c in conditions.items()} == {
         "Valid": "True",
@@ -81,22 +88,22 @@ def test_status_carries_what_users_look_at() -> None:
 
 
 def test_pools_behind_are_progressing_not_ready() -> None:
-    conditions = {c["type"]: c for c in build_status(observations(ready=1), {}, "t")["conditions"]}
+    conditions = {c["type"]: c for c in status_of(observations(ready=1))["conditions"]}
     assert conditions["Ready"]["status"] == "False" and conditions["Progressing"]["status"] == "True"
     assert "fairway-shop 1/2" in conditions["Ready"]["message"]
 
 
 def test_unreachable_redis_is_degraded_and_keeps_the_last_figures() -> None:
-    healthy = build_status(observations(), {}, "t1")
-    down = build_status(observations(redis_error="Redis is unreachable: refused"), healthy, "t2")
+    healthy = status_of(observations())
+    down = status_of(observations(redis_error="Redis is unreachable: refused"), healthy, "t2")
     degraded = next(c for c in down["conditions"] if c["type"] == "Degraded")
     assert (degraded["status"], degraded["reason"]) == ("True", "RedisUnreachable")
     assert down["queues"] == healthy["queues"]
 
 
 def test_an_invalid_spec_keeps_the_last_pools_and_says_why() -> None:
-    healthy = build_status(observations(), {}, "t1")
-    bad = build_status(observations(spec={**SPEC, "balance": "auto"}), healthy, "t2")
+    healthy = status_of(observations())
+    bad = status_of(observations(spec={**SPEC, "balance": "auto"}), healthy, "t2")
     valid = next(c for c in bad["conditions"] if c["type"] == "Valid")
     assert valid["status"] == "False" and "The [shop.queueWeights] option" in valid["message"]
     assert bad["pools"] == healthy["pools"]
@@ -106,7 +113,8 @@ def test_drift_ignores_what_the_server_adds_and_catches_what_a_human_changes() -
     spec = validate_spec(SPEC, "shop").spec
     assert spec is not None
     body = {"metadata": {"name": "shop", "namespace": "jobs", "uid": "u"}, "spec": SPEC}
-    cm, dep = desired(body, spec, {})
+    (pool,) = desired(body, spec, {})
+    cm, dep = pool.objects
     served = {
         **dep,
         "metadata": {**dep["metadata"], "resourceVersion": "9", "labels": {**dep["metadata"]["labels"], "team": "x"}},

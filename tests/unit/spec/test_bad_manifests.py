@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from fairway.manifests import validate_document
-from fairway.spec_rules import RULES
+from fairway.resource.manifests import validate_document
+from fairway.resource.rules import RULES
 from support.admission import admit
 
 RULE_TEXT = {rule.key: rule for rule in RULES}

@@ -7,8 +7,8 @@ from typing import Any
 
 import yaml
 
-from fairway.crd import crd, crd_yaml
-from fairway.status import CONDITION_TYPES
+from fairway.resource.crd import crd, crd_yaml
+from fairway.resource.status import ConditionType
 from support.admission import CRD_PATH, object_schema
 
 
@@ -72,7 +72,7 @@ def test_crd_shape_for_kubectl() -> None:
     status = version["schema"]["openAPIV3Schema"]["properties"]["status"]
     assert set(status["properties"]) == {"observedGeneration", "conditions", "pools", "queues", "tenants", "warnings"}
     condition = status["properties"]["conditions"]["items"]
-    assert condition["properties"]["type"]["enum"] == list(CONDITION_TYPES)
+    assert condition["properties"]["type"]["enum"] == [t.value for t in ConditionType]
     assert {"type", "status", "reason", "lastTransitionTime"} <= set(condition["required"])
 
 

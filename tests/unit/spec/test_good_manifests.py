@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from fairway.manifests import load_documents, validate_document
+from fairway.resource.manifests import load_documents, validate_document
 from support.admission import admit
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[3] / "examples").glob("*.yaml"))

@@ -1,0 +1,73 @@
+"""The operator's verbs, `fairway render` and `fairway operator`: they join the `fairway` command
+through the `fairway.verbs` entry-point group (see pyproject.toml), so the worker package never
+imports the operator."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from fairway.cli.common import OK, valid_supervisors
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    from fairway_operator.desired import DEFAULT_IMAGE, desired, to_yaml
+
+    objects = [
+        obj
+        for sup in valid_supervisors("render", args.file)
+        if sup.report.spec is not None
+        for child in desired(sup.document, sup.report.spec, {}, args.image or DEFAULT_IMAGE)
+        for obj in child.objects
+    ]
+    sys.stdout.write(to_yaml(objects))
+    return OK
+
+
+def cmd_operator(args: argparse.Namespace) -> int:
+    import asyncio
+    import logging
+
+    import kopf
+
+    import fairway_operator.handlers  # noqa: F401  (registers the handlers)
+    from fairway_operator.kube import load_config
+
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    load_config()
+    memo = kopf.Memo(worker_image=args.worker_image)
+    asyncio.run(
+        kopf.operator(
+            clusterwide=args.all_namespaces,
+            namespaces=args.namespace or (),
+            standalone=args.peering is None,
+            peering_name=args.peering,
+            priority=args.priority,
+            liveness_endpoint=args.liveness,
+            memo=memo,
+        )
+    )
+    return OK
+
+
+def register(verbs: Any) -> None:
+    render = verbs.add_parser("render", help="print the Kubernetes objects the operator would create")
+    render.add_argument("-f", "--file", required=True, help="YAML file of QueueSupervisors, or -")
+    render.add_argument("--image", default=None, help="worker image when spec.worker.image is not set")
+    render.set_defaults(run=cmd_render)
+
+    operator = verbs.add_parser("operator", help="run the Kubernetes operator (kopf)")
+    scope = operator.add_mutually_exclusive_group(required=True)
+    scope.add_argument("--namespace", action="append", help="watch this namespace (repeatable)")
+    scope.add_argument("--all-namespaces", action="store_true", dest="all_namespaces")
+    operator.add_argument("--peering", default=None, help="kopf peering name (a standby replica waits on it)")
+    operator.add_argument("--priority", type=int, default=0, help="peering priority of this replica")
+    operator.add_argument("--liveness", default="http://0.0.0.0:8080/healthz", help="liveness endpoint URL")
+    operator.add_argument(
+        "--log-level", dest="log_level", default="info", choices=["debug", "info", "warning", "error"]
+    )
+    operator.add_argument(
+        "--worker-image", dest="worker_image", default=None, help="image for workers whose spec.worker.image is not set"
+    )
+    operator.set_defaults(run=cmd_operator)

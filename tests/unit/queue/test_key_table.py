@@ -1,0 +1,65 @@
+"""The Redis key layout has one source, fairway.queue.keys: Python's key names, the Lua scripts' key
+parts and the docs' key tables all come from it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from fairway.queue import scripts
+from fairway.queue.keys import (
+    GLOBAL_KEYS,
+    QUEUE_KEYS,
+    TENANT_GROUP_KEYS,
+    GlobalKeys,
+    KeyPart,
+    QueueKeys,
+    TenantGroupKeys,
+    lua_prelude,
+)
+
+DOCS = Path(__file__).resolve().parents[3] / "docs"
+
+
+def rows(parts: tuple[KeyPart, ...], name: str) -> list[str]:
+    return [f"| `{name.format(part=k.part)}` | {k.type} | {k.contents} |" for k in parts]
+
+
+def test_protocol_doc_quotes_the_queue_and_global_key_tables() -> None:
+    text = (DOCS / "protocol.md").read_text()
+    for row in [*rows(QUEUE_KEYS, "fairway:{{Q}}:{part}"), *rows(GLOBAL_KEYS, "fairway:{part}")]:
+        assert row in text, f"docs/protocol.md lacks the key table row {row}"
+
+
+def test_tenants_doc_quotes_the_tenant_group_key_table() -> None:
+    text = (DOCS / "tenants.md").read_text()
+    for row in rows(TENANT_GROUP_KEYS, "{part}"):
+        assert row in text, f"docs/tenants.md lacks the key table row {row}"
+
+
+def test_python_key_names_are_the_table_parts_after_the_hash_tagged_base() -> None:
+    q, g, glob = QueueKeys("fairway", "emails"), TenantGroupKeys("fairway", "tenant-"), GlobalKeys("fairway")
+    assert (q.ready, q.failed_index) == ("fairway:{emails}:ready", "fairway:{emails}:failed_index")
+    assert (g.ring, g.tenant("42")) == ("fairway:{tenants:tenant-}:ring", "fairway:{tenants:tenant-}:t:42")
+    assert glob.active == "fairway:active"
+    with pytest.raises(ValueError, match="not in the key table"):
+
+        class Broken(QueueKeys):
+            nonsense = QueueKeys.__dict__["ready"].__class__(QUEUE_KEYS, "nonsense")
+
+
+@pytest.mark.parametrize("name", scripts.NAMES)
+def test_scripts_use_only_key_parts_from_the_table(name: str) -> None:
+    """Every QK.x / GK.x a script reads exists in the generated prelude, and no script spells a key
+    part as a string literal next to a key base."""
+    source = scripts.source(name)
+    prelude = lua_prelude()
+    known = {("QK", k.part.rstrip(":")) for k in QUEUE_KEYS} | {("GK", k.part.rstrip(":")) for k in TENANT_GROUP_KEYS}
+    used = set(re.findall(r"\b(QK|GK)\.([a-z_]+)", source))
+    assert used <= known, used - known
+    assert prelude in source
+    body = "\n".join(line.split("--", 1)[0] for line in source.replace(prelude, "").splitlines())  # code only
+    assert not re.search(r"G \.\. '[a-z_]+", body), "a tenant key part spelled inline"
+    assert not re.search(r"queue_key\([^)]*'[a-z_]+'\)", body), "a queue key part spelled inline"

@@ -1,0 +1,94 @@
+"""What every verb shares: exit codes, reading input files, reading and validating supervisor
+manifests (validate, render, up), and the Redis options of the verbs that talk to Redis."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from fairway.resource.manifests import ManifestError, ValidationReport, load_documents, validate_document
+
+Verb = Callable[[argparse.Namespace], int]
+Verbs = Any  # argparse's private _SubParsersAction: what `add_subparsers` returns
+
+OK, INVALID, UNUSABLE = 0, 1, 2  # exit codes: success; invalid input or failed work; unusable input
+
+
+def read_input(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise ManifestError(f"cannot read {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ManifestError(f"cannot read {path}: not UTF-8 text") from exc
+
+
+@dataclass(frozen=True)
+class Supervisor:
+    """One document of a manifest file, validated."""
+
+    index: int  # 1-based position in the file
+    document: Mapping[str, Any]
+    report: ValidationReport
+
+    def where(self, label: str) -> str:
+        return f"{label}: document {self.index} ({self.report.name or 'unnamed'})"
+
+
+def read_supervisors(path: str) -> list[Supervisor]:
+    """Every QueueSupervisor in the file, validated; ManifestError when the file cannot be used at all."""
+    documents = load_documents(read_input(path))
+    if not documents:
+        raise ManifestError("no documents found")
+    return [Supervisor(index, doc, validate_document(doc)) for index, doc in enumerate(documents, start=1)]
+
+
+def input_label(path: str) -> str:
+    return "stdin" if path == "-" else path
+
+
+class VerbFailed(Exception):
+    """A verb stops with this exit code; what went wrong is already printed."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+def load_supervisors(verb: str, path: str) -> tuple[str, list[Supervisor]]:
+    """(label, every document validated); a file that cannot be used at all ends the verb (exit 2)."""
+    label = input_label(path)
+    try:
+        return label, read_supervisors(path)
+    except ManifestError as exc:
+        print(f"fairway {verb}: {label}: {exc}", file=sys.stderr)
+        raise VerbFailed(UNUSABLE) from None
+
+
+def valid_supervisors(verb: str, path: str) -> list[Supervisor]:
+    """Every document, all valid; otherwise their problems are printed and the verb ends (exit 1)."""
+    label, supervisors = load_supervisors(verb, path)
+    if print_errors(label, supervisors):
+        raise VerbFailed(INVALID)
+    return supervisors
+
+
+def print_errors(label: str, supervisors: list[Supervisor]) -> bool:
+    """Each invalid document's problems on stderr, field first; True when any document is invalid."""
+    bad = False
+    for sup in supervisors:
+        for problem in sup.report.errors:
+            print(f"{sup.where(label)}: {problem}", file=sys.stderr)
+        bad = bad or not sup.report.valid
+    return bad
+
+
+def add_redis_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--redis", default="redis://127.0.0.1:6379/0", help="Redis URL")
+    parser.add_argument("--cluster", action="store_true", help="the Redis is a Redis Cluster")

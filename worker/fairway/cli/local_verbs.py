@@ -1,0 +1,74 @@
+"""Verbs that run Fairway on this machine: `fairway up` and `fairway demo`."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from pathlib import Path
+
+from fairway.cli.common import UNUSABLE, Verbs, valid_supervisors
+
+
+def _reachable(url: str) -> bool:
+    import redis
+
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1).ping()
+        return True
+    except (redis.RedisError, OSError, ValueError):
+        return False
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from fairway.local.embedded import EmbeddedRedis, EmbeddedRedisError
+    from fairway.local.up import Up
+
+    supervisors = [(s.report.name, s.report.spec) for s in valid_supervisors("up", args.file) if s.report.spec]
+    url = args.redis or next((s.redis.url for _, s in supervisors if s.redis.url), None)
+    with contextlib.ExitStack() as stack:
+        if url is None or (not _reachable(url) and args.embedded_redis is not False):
+            if url is not None:
+                print(f"fairway up: {url} is not reachable; starting a private Redis instead", file=sys.stderr)
+            try:
+                url = stack.enter_context(EmbeddedRedis()).url
+            except EmbeddedRedisError as exc:
+                print(f"fairway up: {exc}", file=sys.stderr)
+                return UNUSABLE
+            print(f"fairway up: started a private redis-server at {url} (it goes away when this stops)")
+        elif not _reachable(url):
+            print(f"fairway up: {url} is not reachable (and --no-embedded-redis was given)", file=sys.stderr)
+            return UNUSABLE
+        up = Up(supervisors, url, log_dir=Path(args.logs) if args.logs else None, quiet=args.quiet)
+        return up.run()
+
+
+def cmd_demo(_: argparse.Namespace) -> int:
+    from fairway.local.demo import run_demo
+    from fairway.local.embedded import EmbeddedRedisError
+
+    try:
+        return run_demo()
+    except EmbeddedRedisError as exc:
+        print(f"fairway demo: {exc}", file=sys.stderr)
+        return UNUSABLE
+
+
+def register(verbs: Verbs) -> None:
+    up = verbs.add_parser("up", help="run a QueueSupervisor's pools as local worker processes")
+    up.add_argument("-f", "--file", required=True, help="YAML file of QueueSupervisors, or -")
+    up.add_argument("--redis", default=None, help="Redis URL (default: the spec's redis.url)")
+    up.add_argument(
+        "--embedded-redis",
+        dest="embedded_redis",
+        action="store_true",
+        default=None,
+        help="start a private redis-server when no reachable URL is given (the default)",
+    )
+    up.add_argument("--no-embedded-redis", dest="embedded_redis", action="store_false")
+    up.add_argument("--logs", default=None, help="folder for worker logs (default: a new temporary folder)")
+    up.add_argument("--quiet", action="store_true", help="no live table")
+    up.set_defaults(run=cmd_up)
+
+    demo = verbs.add_parser("demo", help="see Fairway's fairness on a private Redis it starts itself")
+    demo.set_defaults(run=cmd_demo)

@@ -1,0 +1,121 @@
+"""`fairway worker`: flags (or the config file the operator renders) to WorkerSettings, then the loop.
+
+FLAG_TO_SETTING is the one table of renames between the command line and the settings: flags keep
+the names users and scripts already type, settings carry their unit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from fairway.cli.common import UNUSABLE, Verbs
+from fairway.cli.queue_verbs import split_queues
+from fairway.resource.manifests import ManifestError
+
+REDIS_URL_ENV = "FAIRWAY_REDIS_URL"
+
+# argparse dest -> WorkerSettings field, for the flags that map one to one
+FLAG_TO_SETTING: dict[str, str] = {
+    "block_for": "block_for_s",
+    "tries": "tries",
+    "timeout": "timeout_s",
+    "max_jobs": "max_jobs",
+    "max_time": "max_time_s",
+    "memory": "memory_mib",
+    "log_format": "log_format",
+}
+# argparse dest -> field of the tenant group's settings (the spec's `tenants` block)
+TENANT_FLAG_TO_SETTING: dict[str, str] = {
+    "tenants": "queue_prefix",
+    "tenant_weight": "weight",
+    "max_consecutive": "max_consecutive_jobs",
+}
+
+
+def parse_weights(items: list[str]) -> dict[str, int]:
+    weights = {}
+    for item in items:
+        queue, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--weight {item!r}: write QUEUE=N, e.g. --weight high=3")
+        try:
+            weights[queue.strip()] = int(value)
+        except ValueError:
+            raise ValueError(f"--weight {item!r}: the weight must be a whole number") from None
+    return weights
+
+
+def worker_settings(args: argparse.Namespace) -> Any:
+    """The config file's settings, overridden by every flag given; validated once, here."""
+    from pydantic import ValidationError
+
+    from fairway.queue.settings import WorkerSettings, load_config
+
+    data: dict[str, Any] = load_config(args.config) if args.config else {}
+    flags: dict[str, Any] = {setting: getattr(args, flag) for flag, setting in FLAG_TO_SETTING.items()}
+    flags.update(
+        redis_url=args.redis or os.environ.get(REDIS_URL_ENV),
+        queues=split_queues(args.queues) if args.queues else None,
+        weights=parse_weights(args.weight) if args.weight else None,
+        cluster=True if args.cluster else None,
+        handlers=args.handlers or None,
+        burst=True if args.burst else None,
+    )
+    if args.tenants:
+        tenants = dict(data.get("tenants") or {})
+        tenants.update({s: getattr(args, f) for f, s in TENANT_FLAG_TO_SETTING.items() if getattr(args, f) is not None})
+        flags["tenants"] = tenants
+    data.update({k: v for k, v in flags.items() if v is not None})
+    try:
+        settings = WorkerSettings.model_validate(data)
+    except ValidationError as exc:
+        lines = [f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors()]
+        raise ManifestError("invalid worker settings:\n  " + "\n  ".join(lines)) from None
+    if settings.redis_url is None:
+        raise ManifestError(f"no Redis URL: pass --redis URL or set {REDIS_URL_ENV}")
+    return settings
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    import logging
+
+    import fairway.builtins  # noqa: F401  (registers noop, sleep, fail)
+    from fairway.queue.connection import connect
+    from fairway.queue.fetch import fetcher_for
+    from fairway.queue.handlers import load_modules, registry
+    from fairway.queue.worker import Worker
+
+    try:
+        settings = worker_settings(args)
+    except (ManifestError, ValueError, OSError) as exc:
+        print(f"fairway worker: {exc}", file=sys.stderr)
+        return UNUSABLE
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    load_modules(settings.handlers)
+    client = connect(settings.redis_url, settings.cluster, socket_timeout_s=settings.block_for_s + 10)
+    return Worker(settings, fetcher_for(client, settings), registry).run()
+
+
+def register(verbs: Verbs) -> None:
+    worker = verbs.add_parser("worker", help="run a worker process")
+    worker.add_argument("--redis", default=None, help=f"Redis URL (default: ${REDIS_URL_ENV}, or from --config)")
+    worker.add_argument("--config", help="YAML/JSON file of worker settings (the operator renders one)")
+    worker.add_argument("--queues", help="served queues in priority order, comma-separated")
+    worker.add_argument("--weight", action="append", metavar="QUEUE=N", help="a queue's weight (repeatable)")
+    worker.add_argument("--block-for", type=float, dest="block_for", help="seconds an idle worker blocks")
+    worker.add_argument("--cluster", action="store_true", help="the Redis is a Redis Cluster")
+    worker.add_argument("--handlers", action="append", metavar="MODULE", help="module registering handlers")
+    worker.add_argument("--tenants", metavar="PREFIX", help="serve the tenant group of queues PREFIX<id>")
+    worker.add_argument("--tenant-weight", type=int, dest="tenant_weight", help="the tenant group's weight")
+    worker.add_argument("--max-consecutive", type=int, dest="max_consecutive", help="K: jobs in a row per tenant")
+    worker.add_argument("--tries", type=int)
+    worker.add_argument("--timeout", type=float, help="seconds a job may run")
+    worker.add_argument("--max-jobs", type=int, dest="max_jobs")
+    worker.add_argument("--max-time", type=float, dest="max_time", help="seconds before recycling")
+    worker.add_argument("--memory", type=int, help="MiB of RSS before recycling")
+    worker.add_argument("--burst", action="store_true", help="exit once every served queue is empty")
+    worker.add_argument("--log-format", choices=["text", "json", "none"], dest="log_format")
+    worker.set_defaults(run=cmd_worker)

@@ -1,0 +1,241 @@
+"""`fairway up`: a QueueSupervisor's pools as local worker processes, supervised like `php artisan horizon`.
+
+The same pools, worker settings and balancer as on Kubernetes (fairway.plan), with
+processes instead of pods: a worker that crashes is restarted (after a short pause, so a crash loop
+does not spin), one that recycles itself (max jobs, max time, memory) is replaced, and Ctrl-C or
+SIGTERM drains every worker (each finishes its job) before exiting.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import IO, Any, TextIO
+
+import yaml
+
+from fairway.plan.load import rebalanced
+from fairway.plan.pools import Pool, initial_replicas, pools
+from fairway.plan.worker_config import worker_settings
+from fairway.queue.admin import Admin
+from fairway.queue.connection import CONNECTION_ERRORS, connect
+from fairway.queue.inspector import Inspector
+from fairway.resource.spec import QueueSupervisorSpec
+
+RESTART_DELAY_S = 1.0
+
+
+@dataclass
+class Process:
+    proc: subprocess.Popen[bytes]
+    started: float
+
+
+@dataclass
+class LocalPool:
+    supervisor: str
+    pool: Pool
+    config_path: Path
+    log: IO[bytes]
+    replicas: int
+    processes: list[Process] = field(default_factory=list)
+    restarts: int = 0
+    last_crash: float = 0.0
+
+
+@dataclass
+class LocalSupervisor:
+    """One supervisor's pools and the Redis view its balancer reads."""
+
+    name: str
+    spec: QueueSupervisorSpec
+    inspector: Inspector
+    pools: list[LocalPool]
+    last_balance: float = 0.0
+
+
+class Up:
+    def __init__(
+        self,
+        supervisors: list[tuple[str, QueueSupervisorSpec]],
+        redis_url: str,
+        *,
+        log_dir: Path | None = None,
+        out: TextIO = sys.stdout,
+        quiet: bool = False,
+        tick_s: float = 1.0,
+    ) -> None:
+        self.redis_url = redis_url
+        self.out = out
+        self.quiet = quiet
+        self.tick_s = tick_s
+        self.log_dir = log_dir or Path(tempfile.mkdtemp(prefix="fairway-up-"))
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self._stop = threading.Event()
+        self._last_table, self._last_render = "", 0.0
+        self.supervisors: list[LocalSupervisor] = []
+        for name, spec in supervisors:
+            client = connect(redis_url, spec.redis.cluster)
+            Admin(client).set_paused(spec.queues, spec.paused_queues)
+            replicas = initial_replicas(spec, {})
+            local_pools = []
+            for pool in pools(spec):
+                slug = f"{name}-{pool.name.lstrip('@')}".replace(":", "_")
+                config_path = self.log_dir / f"{slug}.yaml"
+                config = {**worker_settings(spec, pool).to_config(), "redis_url": redis_url}
+                config_path.write_text(yaml.safe_dump(config, sort_keys=True))
+                log = (self.log_dir / f"{slug}.log").open("ab")
+                local_pools.append(LocalPool(name, pool, config_path, log, replicas[pool.name]))
+            self.supervisors.append(LocalSupervisor(name, spec, Inspector(client), local_pools))
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _on_signal(self, _signum: int, _frame: FrameType | None) -> None:
+        self._stop.set()
+
+    def run(self, until: Callable[[], bool] | None = None) -> int:
+        previous: dict[int, Any] = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT.value, signal.SIGTERM.value):
+                previous[sig] = signal.signal(sig, self._on_signal)
+        try:
+            self._say(f"fairway up: worker logs and settings in {self.log_dir}")
+            while not self._stop.is_set():
+                self._supervise()
+                self._balance()
+                if not self.quiet:
+                    self._render()
+                if until is not None and until():
+                    break
+                self._stop.wait(self.tick_s)
+        finally:
+            self._drain()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        return 0
+
+    def _spawn(self, pool: LocalPool) -> None:
+        cmd = [sys.executable, "-m", "fairway.cli", "worker", "--config", str(pool.config_path)]
+        proc = subprocess.Popen(cmd, stdout=pool.log, stderr=pool.log, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        pool.processes.append(Process(proc, time.monotonic()))
+
+    def _supervise(self) -> None:
+        """Reap exited workers, then start or stop processes until each pool has its replicas."""
+        now = time.monotonic()
+        for sup in self.supervisors:
+            for pool in sup.pools:
+                alive = []
+                for process in pool.processes:
+                    code = process.proc.poll()
+                    if code is None:
+                        alive.append(process)
+                    elif code != 0:  # crashed (0 is a clean recycle: replace it at once)
+                        pool.restarts += 1
+                        pool.last_crash = now
+                pool.processes = alive
+                while len(pool.processes) < pool.replicas and now - pool.last_crash >= RESTART_DELAY_S:
+                    self._spawn(pool)
+                while len(pool.processes) > pool.replicas:
+                    pool.processes.pop().proc.send_signal(signal.SIGTERM)  # finishes its job, then exits
+
+    def _balance(self) -> None:
+        now = time.monotonic()
+        for sup in self.supervisors:
+            if not sup.spec.policy.resized or now - sup.last_balance < sup.spec.balance_cooldown:
+                continue
+            sup.last_balance = now
+            current = {p.pool.name: p.replicas for p in sup.pools}
+            try:
+                target = rebalanced(sup.inspector, sup.spec, current)
+            except CONNECTION_ERRORS as exc:
+                self._say(f"fairway up: Redis unreachable, keeping the current processes ({exc})")
+                continue
+            for pool in sup.pools:
+                pool.replicas = target[pool.pool.name]
+
+    def _drain(self) -> None:
+        """SIGTERM every worker (each finishes its job), then wait; SIGKILL only past the grace period."""
+        everyone = [
+            (sup.spec.effective_grace_period, p)
+            for sup in self.supervisors
+            for pool in sup.pools
+            for p in pool.processes
+        ]
+        for _, process in everyone:
+            if process.proc.poll() is None:
+                process.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + max((grace for grace, _ in everyone), default=0)
+        for _, process in everyone:
+            try:
+                process.proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.proc.kill()
+                process.proc.wait()
+        for sup in self.supervisors:
+            for pool in sup.pools:
+                pool.processes.clear()
+                pool.log.close()
+        self._say("fairway up: every worker stopped")
+
+    # -- the live table --------------------------------------------------------------------------
+
+    def _say(self, line: str) -> None:
+        if not self.quiet:
+            print(line, file=self.out, flush=True)
+
+    def table(self) -> str:
+        lines = []
+        for sup in self.supervisors:
+            spec = sup.spec
+            processes = {q: 0 for q in spec.queues}
+            for pool in sup.pools:
+                for queue in pool.pool.queues:
+                    processes[queue] += len(pool.processes)
+            lines.append(f"supervisor {sup.name} (balance {spec.balance}) on {self.redis_url}")
+            lines.append(f"  {'QUEUE':<20} {'DEPTH':>7} {'RESERVED':>8} {'PROCS':>5} {'PAUSED':>6} {'OLDEST':>8}")
+            try:
+                for s in sup.inspector.stats(spec.queues) if spec.queues else []:
+                    oldest = f"{s.oldest_age_s:.1f}s" if s.oldest_age_s is not None else "-"
+                    lines.append(
+                        f"  {s.queue:<20} {s.ready:>7} {s.reserved:>8} {processes[s.queue]:>5} "
+                        f"{'yes' if s.paused else 'no':>6} {oldest:>8}"
+                    )
+                if spec.tenants is not None:
+                    figures = sup.inspector.tenant_figures(spec.tenants.queue_prefix)
+                    active = sum(1 for f in figures if f.waiting or f.in_flight)
+                    worst = max((f.p99_wait_ms for f in figures if f.p99_wait_ms is not None), default=None)
+                    quarantined = sum(1 for f in figures if f.quarantined)
+                    tenant_procs = sum(len(p.processes) for p in sup.pools if p.pool.tenants)
+                    lines.append(
+                        f"  tenants {spec.tenants.queue_prefix}*: {active} active, {quarantined} "
+                        f"quarantined, worst p99 wait "
+                        f"{'-' if worst is None else f'{worst:.0f}ms'}, {tenant_procs} processes"
+                    )
+            except CONNECTION_ERRORS as exc:
+                lines.append(f"  Redis unreachable: {exc}")
+            restarts = sum(p.restarts for p in sup.pools)
+            if restarts:
+                lines.append(f"  crashed workers restarted: {restarts}")
+        return "\n".join(lines)
+
+    def _render(self) -> None:
+        text = self.table()
+        if self.out.isatty():
+            self.out.write("\x1b[H\x1b[J")
+        elif text == self._last_table and time.monotonic() - self._last_render < 10:
+            return  # a log, not a screen: print on change, or every 10 s
+        self._last_table, self._last_render = text, time.monotonic()
+        self.out.write(text + "\n")
+        self.out.flush()

@@ -1,0 +1,45 @@
+"""A pool's worker settings from the spec (pure): what the operator renders into each pool's
+ConfigMap and `fairway up` writes for its processes.
+
+SPEC_TO_WORKER is the one table of renames between the CRD and the worker: the worker's names carry
+their unit (STYLE: `timeout_s`), the CRD's are the public API. Settings whose name does not change
+(`tries`, `max_jobs`, the whole `tenants` block) pass through under the same name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fairway.plan.pools import Pool
+from fairway.queue.settings import WorkerSettings
+from fairway.resource.spec import QueueSupervisorSpec
+
+# spec field (snake_case of the CRD's camelCase) -> WorkerSettings field
+SPEC_TO_WORKER: dict[str, str] = {
+    "block_for": "block_for_s",
+    "tries": "tries",
+    "backoff": "backoff_s",
+    "timeout": "timeout_s",
+    "max_jobs": "max_jobs",
+    "max_time": "max_time_s",
+    "memory": "memory_mib",
+}
+
+
+def worker_settings(spec: QueueSupervisorSpec, pool: Pool) -> WorkerSettings:
+    """Everything a pool's workers need but the Redis URL, which reaches them from a Secret or env."""
+    fields: dict[str, Any] = {worker: getattr(spec, field) for field, worker in SPEC_TO_WORKER.items()}
+    fields.update(
+        queues=list(pool.queues),
+        retry_after_s=spec.effective_retry_after,
+        handlers=list(spec.worker.handlers),
+        log_format="json",
+        cluster=spec.redis.cluster,
+    )
+    if spec.policy.shared_pool and spec.queue_weights:
+        fields["weights"] = {q: w for q, w in spec.effective_weights().items() if q in pool.queues}
+    if pool.tenants and spec.tenants is not None:
+        # The group's weight only means something in a shared pool's weighted scan.
+        keep_weight = spec.policy.shared_pool and spec.tenants.weight is not None
+        fields["tenants"] = spec.tenants if keep_weight else spec.tenants.model_copy(update={"weight": None})
+    return WorkerSettings.model_validate(fields)

@@ -1,0 +1,181 @@
+"""Each Lua script's KEYS and ARGV, built by one typed function (pure: no Redis here).
+
+A script's header comment and its builder below are the two places its arguments are described; the
+builders are the only code that lays them out, so the hot path, the cluster path, housekeeping and
+the producer can never disagree on an argument's position or unit. Settings reach Lua under the
+CRD's names; the one unit change (the quarantine window, seconds in the spec, ms in Lua) is made in
+`TenantGroup.argv`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fairway.queue.keys import DEFAULT_PREFIX, GlobalKeys, QueueKeys, TenantGroupKeys
+from fairway.resource.spec import TenantsSpec
+
+FAILED_KEPT = 100_000  # failure records kept per queue or tenant group; the oldest are trimmed
+MAINTAIN_BATCH = 200  # due or expired jobs moved back per queue and kind in one housekeeping call
+NO_WAIT_BUCKET = -1  # a finished job whose wait is unknown (no enqueue time in its document)
+
+
+@dataclass(frozen=True)
+class ScriptCall:
+    script: str
+    keys: list[str]
+    args: list[Any]
+
+
+@dataclass(frozen=True)
+class TenantGroup:
+    """A tenant group as a worker serves it: its settings (the spec's `tenants` block) and its keys."""
+
+    settings: TenantsSpec
+    prefix: str = DEFAULT_PREFIX
+
+    @property
+    def keys(self) -> TenantGroupKeys:
+        return TenantGroupKeys(self.prefix, self.settings.queue_prefix)
+
+    @property
+    def name(self) -> str:
+        return self.keys.name
+
+    def argv(self) -> list[Any]:
+        """The five ARGV entries tenant_lib.lua's `read_group` reads, in its order."""
+        quarantine = self.settings.quarantine
+        return [
+            self.keys.base,
+            self.settings.max_consecutive_jobs,
+            quarantine.failures,
+            quarantine.window_seconds * 1000,
+            repr(quarantine.sample_rate),
+        ]
+
+
+_NO_GROUP_ARGV: list[Any] = ["", 0, 0, 0, "0"]
+
+
+@dataclass(frozen=True)
+class Reservation:
+    queue: str  # the served name: a queue, or the tenant group's '@<queuePrefix>'
+    payload: bytes  # the job document
+    attempts: int  # attempts started, this one included
+    tenant: str | None = None
+
+    @property
+    def member(self) -> bytes:
+        """What the reserved set holds: the document, prefixed by '<tenant>\\t' inside a tenant group."""
+        return self.payload if self.tenant is None else self.tenant.encode() + b"\t" + self.payload
+
+
+def _active(active: str | None) -> list[str]:
+    """The active-set key as an optional trailing KEYS entry: standalone only."""
+    return [] if active is None else [active]
+
+
+# -- producing ---------------------------------------------------------------------------------------
+
+
+def enqueue(k: QueueKeys, active: str | None, document: bytes, delay_ms: int) -> ScriptCall:
+    return ScriptCall("enqueue", [k.ready, k.notify, k.delayed, *_active(active)], [document, delay_ms, k.queue])
+
+
+def enqueue_tenant(
+    g: TenantGroupKeys, active: str | None, tenant: str, documents: Sequence[bytes], delay_ms: int
+) -> ScriptCall:
+    return ScriptCall("enqueue_tenant", [g.ring, *_active(active)], [g.base, tenant, delay_ms, g.name, *documents])
+
+
+# -- reserving ---------------------------------------------------------------------------------------
+
+
+def reserve(
+    globals_: GlobalKeys,
+    served: tuple[str, str],
+    group: TenantGroup | None,
+    *,
+    retry_after_ms: int,
+    u: float,
+    strict: bool,
+    ack: Reservation | None,
+    ack_wait_bucket: int,
+) -> ScriptCall:
+    """The standalone hot path: acknowledge `ack` and reserve the next job in one call."""
+    return ScriptCall(
+        "reserve",
+        [globals_.active, *served],
+        [
+            globals_.prefix,
+            retry_after_ms,
+            repr(u),
+            "1" if strict else "0",
+            ack.queue if ack else "",
+            ack.member if ack else b"",
+            ack_wait_bucket,
+            group.name if group else "",
+            *(group.argv() if group else _NO_GROUP_ARGV),
+        ],
+    )
+
+
+def reserve_one(k: QueueKeys, retry_after_ms: int) -> ScriptCall:
+    return ScriptCall("reserve_one", [k.ready, k.reserved, k.notify, k.attempts, k.paused], [retry_after_ms])
+
+
+def reserve_tenant(group: TenantGroup, u: float, retry_after_ms: int) -> ScriptCall:
+    return ScriptCall("reserve_tenant", [group.keys.ring], [*group.argv(), repr(u), retry_after_ms])
+
+
+# -- settling ----------------------------------------------------------------------------------------
+
+
+def ack(k: QueueKeys, document: bytes) -> ScriptCall:
+    return ScriptCall("ack", [k.reserved, k.attempts], [document])
+
+
+def ack_tenant(g: TenantGroupKeys, member: bytes, wait_bucket: int) -> ScriptCall:
+    return ScriptCall("ack_tenant", [g.reserved], [g.base, member, wait_bucket])
+
+
+def release(k: QueueKeys, active: str | None, document: bytes, delay_ms: int) -> ScriptCall:
+    return ScriptCall(
+        "release", [k.reserved, k.delayed, k.ready, k.notify, *_active(active)], [document, delay_ms, k.queue]
+    )
+
+
+def release_tenant(
+    group: TenantGroup, active: str | None, member: bytes, delay_ms: int, wait_bucket: int
+) -> ScriptCall:
+    return ScriptCall(
+        "release_tenant",
+        [group.keys.reserved, *_active(active)],
+        [*group.argv(), member, delay_ms, wait_bucket, group.name],
+    )
+
+
+def fail(k: QueueKeys, document: bytes, job_id: str, record: str) -> ScriptCall:
+    return ScriptCall(
+        "fail", [k.reserved, k.attempts, k.failed, k.failed_index], [document, job_id, record, FAILED_KEPT]
+    )
+
+
+def fail_tenant(group: TenantGroup, member: bytes, job_id: str, record: str, wait_bucket: int) -> ScriptCall:
+    return ScriptCall(
+        "fail_tenant", [group.keys.reserved], [*group.argv(), member, job_id, record, FAILED_KEPT, wait_bucket]
+    )
+
+
+# -- housekeeping ------------------------------------------------------------------------------------
+
+
+def maintain(k: QueueKeys, active: str | None) -> ScriptCall:
+    return ScriptCall(
+        "maintain", [k.ready, k.reserved, k.delayed, k.notify, *_active(active)], [MAINTAIN_BATCH, k.queue]
+    )
+
+
+def maintain_tenant(g: TenantGroupKeys, active: str | None) -> ScriptCall:
+    return ScriptCall("maintain_tenant", [g.ring, *_active(active)], [g.base, MAINTAIN_BATCH, g.name])

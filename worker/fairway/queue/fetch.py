@@ -1,0 +1,226 @@
+"""How a worker takes jobs from Redis and gives them back: the fetch strategy, chosen once at start.
+
+- Standalone Redis (`StandaloneFetcher`): `reserve.lua` acknowledges the finished job and reserves
+  the next in one round trip, drawing only among served names that hold work (the `active` set);
+  an idle worker blocks with one BLMPOP over every served queue's notify list.
+- Redis Cluster (`ClusterFetcher`): every script touches one queue's keys only (one hash slot),
+  queues are tried in the poll's weighted order, and an idle worker polls every 100 ms, because a
+  blocking read across slots is illegal (CROSSSLOT).
+Everything else (settling, housekeeping, runtimes) is the same for both and lives in `Fetcher`.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+from fairway.queue import calls
+from fairway.queue.calls import NO_WAIT_BUCKET, Reservation, ScriptCall, TenantGroup
+from fairway.queue.connection import RedisClient, is_cluster
+from fairway.queue.keys import GlobalKeys, QueueKeys, family_keys
+from fairway.queue.producer import Producer
+from fairway.queue.scheduling import rank_table, weighted_order
+from fairway.queue.settings import WorkerSettings
+
+POLL_S = 0.1  # idle polling interval where one blocking read is impossible (cluster) or not wanted
+SERVED_SET_TTL_S = 86_400  # a served set outlives its workers by a day; every refresh renews it
+RUNTIMES_KEPT_S = 900  # per-minute runtime counters, for the auto-balancer's 5-minute averages
+
+
+class Fetcher(ABC):
+    """The worker's Redis side, whichever the strategy."""
+
+    def __init__(self, client: RedisClient, settings: WorkerSettings, rng: random.Random | None = None) -> None:
+        self.client = client
+        self.prefix = settings.prefix
+        self.producer = Producer(client, settings.prefix)
+        self.scripts = self.producer.scripts
+        self.globals = GlobalKeys(settings.prefix)
+        self.group = TenantGroup(settings.tenants, settings.prefix) if settings.tenants is not None else None
+        self.queues = [q for q in settings.queues if q not in settings.paused]
+        self.served = [*self.queues, *([self.group.name] if self.group else [])]
+        self.weights = settings.served_weights()
+        self.strict, self.ranks = rank_table(self.served, self.weights)
+        self.retry_after_ms = settings.retry_after_ms
+        self.rng = rng or random.Random()
+
+    @property
+    def active(self) -> str | None:
+        return self.producer.active
+
+    # -- the strategy ----------------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Publish what this worker serves (on start, on the housekeeping timer, after an outage)."""
+        self.producer.remember(self.served)
+
+    @abstractmethod
+    def reserve(self, ack: Reservation | None, ack_wait_bucket: int = NO_WAIT_BUCKET) -> Reservation | None:
+        """Acknowledge `ack` (a job that succeeded) and reserve the next job, drawn by this poll's order."""
+
+    def wait_for_work(self, block_for_s: float, until_maintenance_s: float) -> None:
+        """Idle until work may have arrived: at most `block_for_s`, waking for housekeeping."""
+        time.sleep(POLL_S)
+
+    def abandon_wait(self) -> None:
+        """A signal cut a blocking read short: the connection may hold half a reply, so drop it."""
+        self.client.close()
+
+    # -- settling --------------------------------------------------------------------------------
+
+    def ack(self, reservation: Reservation, wait_bucket: int = NO_WAIT_BUCKET) -> bool:
+        if self.group is not None and reservation.tenant is not None:
+            return bool(self.scripts.run(calls.ack_tenant(self.group.keys, reservation.member, wait_bucket)))
+        return bool(self.scripts.run(calls.ack(self._keys(reservation), reservation.payload)))
+
+    def release(self, reservation: Reservation, delay_ms: int, wait_bucket: int = NO_WAIT_BUCKET) -> bool:
+        """A failed attempt with tries left goes back, after `delay_ms` (backoff) or at once."""
+        if self.group is not None and reservation.tenant is not None:
+            call = calls.release_tenant(self.group, self.active, reservation.member, delay_ms, wait_bucket)
+        else:
+            call = calls.release(self._keys(reservation), self.active, reservation.payload, delay_ms)
+        return bool(self.scripts.run(call))
+
+    def fail(
+        self, reservation: Reservation, job_id: str, record: dict[str, Any], wait_bucket: int = NO_WAIT_BUCKET
+    ) -> None:
+        text = json.dumps(record)
+        if self.group is not None and reservation.tenant is not None:
+            self.scripts.run(calls.fail_tenant(self.group, reservation.member, job_id, text, wait_bucket))
+        else:
+            self.scripts.run(calls.fail(self._keys(reservation), reservation.payload, job_id, text))
+
+    def _keys(self, reservation: Reservation) -> QueueKeys:
+        return QueueKeys(self.prefix, reservation.queue)
+
+    # -- housekeeping ----------------------------------------------------------------------------
+
+    def maintain(self) -> tuple[int, int, int]:
+        """Move due delayed jobs and expired reservations back to ready; (due, expired, ready) summed.
+
+        Pipelined on a standalone Redis; one call per queue on a cluster, whose pipelines refuse
+        scripts. Either way it runs on a timer and when going idle, never per job.
+        """
+        batch: list[ScriptCall] = [calls.maintain(QueueKeys(self.prefix, q), self.active) for q in self.queues]
+        if self.group is not None:
+            batch.append(calls.maintain_tenant(self.group.keys, self.active))
+        results = self._run_all(batch)
+        return (
+            sum(int(r[0]) for r in results),
+            sum(int(r[1]) for r in results),
+            sum(int(r[2]) for r in results),
+        )
+
+    def _run_all(self, batch: Sequence[ScriptCall]) -> list[Any]:
+        if is_cluster(self.client):
+            return [self.scripts.run(call) for call in batch]
+        with self.client.pipeline(transaction=False) as pipe:
+            for call in batch:
+                self.scripts.run(call, pipe)
+            return list(pipe.execute())
+
+    def pending_delayed(self) -> int:
+        """Jobs waiting out a delay or backoff: a burst worker is not done while any remain."""
+        with self.client.pipeline(transaction=False) as pipe:
+            for queue in self.queues:
+                pipe.zcard(QueueKeys(self.prefix, queue).delayed)
+            if self.group is not None:
+                pipe.zcard(self.group.keys.delayed)
+            return sum(int(n) for n in pipe.execute())
+
+    def record_runtimes(self, runtimes: dict[str, tuple[float, int]], now_ms: int) -> None:
+        """Add a timer tick's (total ms, jobs) per served name to per-minute counters."""
+        if not runtimes:
+            return
+        minute = now_ms // 60_000
+        with self.client.pipeline(transaction=False) as pipe:
+            for name, (total_ms, jobs) in runtimes.items():
+                key = family_keys(self.prefix, name).runtime
+                pipe.hincrbyfloat(key, f"{minute}:ms", total_ms)
+                pipe.hincrby(key, f"{minute}:n", jobs)
+                pipe.expire(key, RUNTIMES_KEPT_S)
+            pipe.execute()
+
+
+class StandaloneFetcher(Fetcher):
+    def __init__(self, client: RedisClient, settings: WorkerSettings, rng: random.Random | None = None) -> None:
+        super().__init__(client, settings, rng)
+        self.served_keys = self.globals.served(tuple(self.served), (int(self.strict), *self.ranks))
+        self._registered = False
+
+    def refresh(self) -> None:
+        """The served set and its weights, for reserve.lua: written together, expiring together."""
+        super().refresh()
+        served_set, served_weights = self.served_keys
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.delete(served_set, served_weights)
+            pipe.sadd(served_set, *self.served)
+            pipe.hset(served_weights, mapping=dict(zip(self.served, self.ranks, strict=True)))
+            pipe.expire(served_set, SERVED_SET_TTL_S)
+            pipe.expire(served_weights, SERVED_SET_TTL_S)
+            pipe.execute()
+        self._registered = True
+
+    def forget_registration(self) -> None:
+        """After an outage Redis may have restarted empty: register again before the next reserve."""
+        self._registered = False
+
+    def reserve(self, ack: Reservation | None, ack_wait_bucket: int = NO_WAIT_BUCKET) -> Reservation | None:
+        if not self._registered:
+            self.refresh()
+        call = calls.reserve(
+            self.globals,
+            self.served_keys,
+            self.group,
+            retry_after_ms=self.retry_after_ms,
+            u=self.rng.random(),
+            strict=self.strict,
+            ack=ack,
+            ack_wait_bucket=ack_wait_bucket,
+        )
+        result = self.scripts.run_hot(call)
+        if not result:
+            return None
+        name, payload, attempts, tenant = result
+        return Reservation(name.decode(), payload, int(attempts), tenant.decode() if tenant else None)
+
+    def wait_for_work(self, block_for_s: float, until_maintenance_s: float) -> None:
+        if block_for_s == 0:
+            super().wait_for_work(block_for_s, until_maintenance_s)
+            return
+        timeout = min(block_for_s, max(0.01, until_maintenance_s))
+        notify = [QueueKeys(self.prefix, q).notify for q in self.queues]
+        if self.group is not None:
+            notify.append(self.group.keys.notify)
+        # BLMPOP takes a float timeout in seconds; the socket timeout was set above it at connect time.
+        self.client.blmpop(timeout, len(notify), *notify, direction="LEFT", count=1)
+
+
+class ClusterFetcher(Fetcher):
+    def reserve(self, ack: Reservation | None, ack_wait_bucket: int = NO_WAIT_BUCKET) -> Reservation | None:
+        """Acknowledge on its own (another slot), then try each served name in this poll's order."""
+        if ack is not None:
+            self.ack(ack, ack_wait_bucket)
+        u = self.rng.random()
+        for name in weighted_order(self.served, self.weights, (), self.rng):
+            if self.group is not None and name == self.group.name:
+                result = self.scripts.run(calls.reserve_tenant(self.group, u, self.retry_after_ms))
+                if result:
+                    tenant, payload, attempts = result
+                    return Reservation(name, payload, int(attempts), tenant.decode())
+                continue
+            result = self.scripts.run(calls.reserve_one(QueueKeys(self.prefix, name), self.retry_after_ms))
+            if result:
+                payload, attempts = result
+                return Reservation(name, payload, int(attempts))
+        return None
+
+
+def fetcher_for(client: RedisClient, settings: WorkerSettings, rng: random.Random | None = None) -> Fetcher:
+    """The strategy for this client: decided here, once, and nowhere else."""
+    strategy = ClusterFetcher if is_cluster(client) else StandaloneFetcher
+    return strategy(client, settings, rng)

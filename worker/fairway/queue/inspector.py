@@ -1,0 +1,116 @@
+"""Reading Fairway's state from Redis for people and the balancer: queue figures, tenant figures,
+failure records, average runtimes. Pipelined reads only; nothing here changes a job."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from fairway.queue.connection import RedisClient
+from fairway.queue.figures import QueueStats, TenantFigures, add_minute
+from fairway.queue.keys import DEFAULT_PREFIX, GlobalKeys, QueueKeys, TenantGroupKeys, family_keys
+
+TENANTS_FORGOTTEN_AFTER_MS = 3_600_000  # a tenant quiet for an hour leaves the tenant list
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Inspector:
+    def __init__(self, client: RedisClient, prefix: str = DEFAULT_PREFIX) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.globals = GlobalKeys(prefix)
+
+    def known_queues(self) -> list[str]:
+        return sorted(q.decode() if isinstance(q, bytes) else str(q) for q in self.client.smembers(self.globals.queues))
+
+    def stats(self, queues: Sequence[str]) -> list[QueueStats]:
+        """Per-queue figures in one pipelined round trip (per node on a cluster)."""
+        with self.client.pipeline(transaction=False) as pipe:
+            for queue in queues:
+                k = QueueKeys(self.prefix, queue)
+                pipe.llen(k.ready)
+                pipe.zcard(k.reserved)
+                pipe.zcard(k.delayed)
+                pipe.hlen(k.failed)
+                pipe.exists(k.paused)
+                pipe.lindex(k.ready, 0)
+            raw = pipe.execute()
+        now = now_ms()
+        out = []
+        for index, queue in enumerate(queues):
+            ready, reserved, delayed, failed, paused, head = raw[index * 6 : index * 6 + 6]
+            out.append(
+                QueueStats(queue, int(ready), int(reserved), int(delayed), int(failed), bool(paused), _age_s(head, now))
+            )
+        return out
+
+    def tenant_figures(self, queue_prefix: str, window_s: int = 300) -> list[TenantFigures]:
+        """Figures for every tenant active within the window: two pipelined round trips."""
+        g = TenantGroupKeys(self.prefix, queue_prefix)
+        now = now_ms()
+        self.client.zremrangebyscore(g.seen, "-inf", now - TENANTS_FORGOTTEN_AFTER_MS)
+        seen: list[Any] = list(self.client.zrangebyscore(g.seen, now - window_s * 1000, "+inf"))
+        tenants = [t.decode() for t in seen]
+        minutes = range(now // 60_000 - (window_s + 59) // 60 + 1, now // 60_000 + 1)
+        with self.client.pipeline(transaction=False) as pipe:
+            pipe.hgetall(g.inflight)
+            pipe.smembers(g.quarantined)
+            for tenant in tenants:
+                pipe.llen(g.tenant(tenant))
+                for minute in minutes:
+                    pipe.hgetall(g.stats(tenant, minute))
+            raw = pipe.execute()
+        inflight = {k.decode(): int(v) for k, v in raw[0].items()}
+        quarantined = {t.decode() for t in raw[1]}
+        out = []
+        step = 1 + len(minutes)
+        for index, tenant in enumerate(tenants):
+            chunk = raw[2 + index * step : 2 + (index + 1) * step]
+            figures = TenantFigures(
+                tenant, waiting=int(chunk[0]), in_flight=inflight.get(tenant, 0), quarantined=tenant in quarantined
+            )
+            for minute in chunk[1:]:
+                add_minute(figures, minute)
+            out.append(figures)
+        return out
+
+    def failed_records(self, served_name: str, limit: int = 50) -> list[dict[str, Any]]:
+        """Newest first, from a queue's failed store or a tenant group's ('@<queuePrefix>')."""
+        k = family_keys(self.prefix, served_name)
+        ids: list[Any] = list(self.client.zrevrange(k.failed_index, 0, limit - 1))
+        if not ids:
+            return []
+        records = self.client.hmget(k.failed, ids)
+        return [json.loads(r) for r in records if r is not None]
+
+    def average_runtimes_ms(self, served_names: Sequence[str], minutes: int = 5) -> dict[str, float | None]:
+        """Average job runtime per served name over the last `minutes`; None where nothing ran."""
+        now_minute = now_ms() // 60_000
+        fields = [f"{m}:{kind}" for m in range(now_minute - minutes + 1, now_minute + 1) for kind in ("ms", "n")]
+        with self.client.pipeline(transaction=False) as pipe:
+            for name in served_names:
+                pipe.hmget(family_keys(self.prefix, name).runtime, fields)
+            raw = pipe.execute()
+        out: dict[str, float | None] = {}
+        for name, values in zip(served_names, raw, strict=True):
+            total = sum(float(v) for v in values[0::2] if v is not None)
+            jobs = sum(int(v) for v in values[1::2] if v is not None)
+            out[name] = total / jobs if jobs else None
+        return out
+
+
+def _age_s(head: bytes | None, now: int) -> float | None:
+    """Age of the oldest ready job from its document's timestamps; None when empty or unreadable."""
+    if head is None:
+        return None
+    try:
+        doc = json.loads(head)
+        since = doc.get("available_at") or doc.get("enqueued_at")
+        return max(0.0, (now - int(since)) / 1000) if since else None
+    except (ValueError, TypeError, AttributeError):
+        return None

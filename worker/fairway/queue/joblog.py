@@ -1,0 +1,70 @@
+"""One line per finished job, as text for people or JSON for log pipelines (the `fairway up` demo
+and the tests read the JSON lines)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Literal, TextIO
+
+from fairway.queue.calls import Reservation
+from fairway.queue.job import Job
+
+LogFormat = Literal["text", "json", "none"]
+
+
+@dataclass(frozen=True)
+class Finished:
+    job: Job
+    reservation: Reservation
+    outcome: str
+    started_ms: int
+    finished_ms: int
+    run_ms: float
+    error: str | None
+
+    @property
+    def wait_ms(self) -> int:
+        return max(0, self.started_ms - self.job.ready_since_ms)
+
+    @property
+    def queue(self) -> str:
+        """Tenant jobs show their tenant queue (tenant-<id>), not the group's served name."""
+        return self.job.queue if self.reservation.tenant else self.reservation.queue
+
+
+class JobLog:
+    def __init__(self, out: TextIO, fmt: LogFormat) -> None:
+        self.out = out
+        self.fmt = fmt
+
+    def finished(self, f: Finished) -> None:
+        if self.fmt == "none":
+            return
+        if self.fmt == "json":
+            line = {
+                "event": "job.finished",
+                "id": f.job.id,
+                "queue": f.queue,
+                "tenant": f.reservation.tenant or f.job.tenant,
+                "handler": f.job.handler,
+                "attempt": f.reservation.attempts,
+                "enqueued_at": f.job.enqueued_at,
+                "started_at": f.started_ms,
+                "finished_at": f.finished_ms,
+                "wait_ms": f.wait_ms,
+                "run_ms": round(f.run_ms, 3),
+                "outcome": f.outcome,
+            }
+            if f.error:
+                line["error"] = f.error
+            self.out.write(json.dumps(line) + "\n")
+        else:
+            tail = f" error={f.error!r}" if f.error else ""
+            self.out.write(
+                f"{f.outcome:<6} {f.queue} {f.job.handler} {f.job.id} attempt={f.reservation.attempts} "
+                f"wait={f.wait_ms}ms run={f.run_ms:.1f}ms{tail}\n"
+            )
+
+    def flush(self) -> None:
+        self.out.flush()

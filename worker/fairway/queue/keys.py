@@ -1,0 +1,191 @@
+"""Every Redis key name Fairway uses, in one table: Python derives its key names from it, the Lua
+scripts get it as a generated prelude (`QK`, `GK`), and docs/protocol.md quotes it (a test compares).
+
+All keys of one queue share the hash tag `{<queue>}`, and all keys of one tenant group share
+`{tenants:<queuePrefix>}`, so every per-queue or per-group script is legal on Redis Cluster. The few
+global keys (the active-queue index, the queue registry, served sets) are only touched on a
+standalone Redis, where slots do not exist. The price of one tag per tenant group: a whole group
+lives on one shard; outgrow it by splitting tenants across several groups (queue prefixes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+DEFAULT_PREFIX = "fairway"
+SERVED_NAME_MARK = "@"  # a served name starting with it is a tenant group, never a queue (queue names cannot)
+
+
+@dataclass(frozen=True)
+class KeyPart:
+    part: str  # what follows the hash-tagged base
+    type: str
+    contents: str
+
+
+QUEUE_KEYS: tuple[KeyPart, ...] = (
+    KeyPart("ready", "list", "job documents, oldest at the head"),
+    KeyPart("notify", "list", "one token (`1`) per ready job; idle workers block on these"),
+    KeyPart("reserved", "sorted set", "document -> reservation deadline (ms, Redis clock)"),
+    KeyPart("delayed", "sorted set", "document -> when it is due (ms, Redis clock)"),
+    KeyPart("attempts", "hash", "sha1(document) -> attempts started"),
+    KeyPart("failed", "hash", "job id -> failure record (JSON: payload, exception, message, traceback, attempts)"),
+    KeyPart("failed_index", "sorted set", "job id -> failed at (ms); the newest 100,000 are kept"),
+    KeyPart("paused", "string", "exists while the queue is paused"),
+    KeyPart("runtime", "hash", "per minute: total run time (ms) and jobs, for the auto-balancer; 15 minutes"),
+)
+
+TENANT_GROUP_KEYS: tuple[KeyPart, ...] = (
+    KeyPart("ring", "list", "active healthy tenant ids, in turn order"),
+    KeyPart("qring", "list", "active quarantined tenant ids (the slow lane)"),
+    KeyPart("quarantined", "set", "quarantined tenant ids"),
+    KeyPart("state", "hash", "cur/n: the ring's head and jobs it has had in a row; qcur/qn: the same for qring"),
+    KeyPart("t:", "list", "`t:<id>`: the tenant's ready job documents"),
+    KeyPart("reserved", "sorted set", "`<id>\\t<document>` -> reservation deadline (ms)"),
+    KeyPart("delayed", "sorted set", "`<id>\\t<document>` -> due time (ms)"),
+    KeyPart("notify", "list", "one token per ready job"),
+    KeyPart("attempts", "hash", "sha1(`<id>\\t<document>`) -> attempts started"),
+    KeyPart("inflight", "hash", "tenant id -> jobs reserved now"),
+    KeyPart("fails:", "hash", "`fails:<id>`: failure bucket (window / 10) -> failed attempts"),
+    KeyPart("stats:", "hash", "`stats:<id>:<minute>`: c (completed), f (failed), w<k> (wait histogram)"),
+    KeyPart("seen", "sorted set", "tenant id -> last activity (ms), for listing tenants"),
+    KeyPart("failed", "hash", "job id -> failure record (JSON)"),
+    KeyPart("failed_index", "sorted set", "job id -> failed at (ms)"),
+    KeyPart("paused", "string", "exists while the group is paused"),
+    KeyPart("runtime", "hash", "per minute: total run time (ms) and jobs, for the auto-balancer"),
+)
+
+GLOBAL_KEYS: tuple[KeyPart, ...] = (
+    KeyPart("active", "set", "standalone Redis only: served names that may hold ready jobs"),
+    KeyPart("queues", "set", "every queue enqueued to or served (for `fairway queues`)"),
+    KeyPart(
+        "served:",
+        "set + hash",
+        "`served:<digest>:queues` and `:weights`: a worker configuration's served names and weights",
+    ),
+)
+
+
+class _Part:
+    """A key of a keyed family: `<base><part>`, where `part` must be in the family's table."""
+
+    def __init__(self, table: tuple[KeyPart, ...], part: str) -> None:
+        if part not in {k.part for k in table}:
+            raise ValueError(f"key part {part!r} is not in the key table")
+        self.part = part
+
+    def __get__(self, obj: Any, owner: Any = None) -> str:
+        base: str = obj.base
+        return base + self.part
+
+
+def lua_prelude() -> str:
+    """The key table as Lua constants, spliced before every script: `QK.ready`, `GK.ring`, ..."""
+
+    def table(name: str, parts: tuple[KeyPart, ...]) -> str:
+        fields = ", ".join(f"{k.part.rstrip(':')} = '{k.part}'" for k in parts)
+        return f"local {name} = {{{fields}}}"
+
+    return "\n".join(
+        [
+            "-- Generated from fairway/queue/keys.py: key parts after a queue's or a group's base.",
+            table("QK", QUEUE_KEYS),
+            table("GK", TENANT_GROUP_KEYS),
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class QueueKeys:
+    prefix: str
+    queue: str
+
+    @property
+    def base(self) -> str:
+        return f"{self.prefix}:{{{self.queue}}}:"
+
+    ready = _Part(QUEUE_KEYS, "ready")
+    notify = _Part(QUEUE_KEYS, "notify")
+    reserved = _Part(QUEUE_KEYS, "reserved")
+    delayed = _Part(QUEUE_KEYS, "delayed")
+    attempts = _Part(QUEUE_KEYS, "attempts")
+    failed = _Part(QUEUE_KEYS, "failed")
+    failed_index = _Part(QUEUE_KEYS, "failed_index")
+    paused = _Part(QUEUE_KEYS, "paused")
+    runtime = _Part(QUEUE_KEYS, "runtime")
+
+
+@dataclass(frozen=True)
+class TenantGroupKeys:
+    """Keys of one tenant group: all share the hash tag `{tenants:<queuePrefix>}`, so one cluster slot."""
+
+    prefix: str
+    queue_prefix: str
+
+    @property
+    def base(self) -> str:
+        """G: the prefix the Lua scripts append the key parts to."""
+        return f"{self.prefix}:{{tenants:{self.queue_prefix}}}:"
+
+    @property
+    def name(self) -> str:
+        """The group's served name (in served sets, the active set, failure records): '@<queuePrefix>'."""
+        return served_name_of_group(self.queue_prefix)
+
+    ring = _Part(TENANT_GROUP_KEYS, "ring")
+    qring = _Part(TENANT_GROUP_KEYS, "qring")
+    quarantined = _Part(TENANT_GROUP_KEYS, "quarantined")
+    state = _Part(TENANT_GROUP_KEYS, "state")
+    reserved = _Part(TENANT_GROUP_KEYS, "reserved")
+    delayed = _Part(TENANT_GROUP_KEYS, "delayed")
+    notify = _Part(TENANT_GROUP_KEYS, "notify")
+    attempts = _Part(TENANT_GROUP_KEYS, "attempts")
+    inflight = _Part(TENANT_GROUP_KEYS, "inflight")
+    failed = _Part(TENANT_GROUP_KEYS, "failed")
+    failed_index = _Part(TENANT_GROUP_KEYS, "failed_index")
+    paused = _Part(TENANT_GROUP_KEYS, "paused")
+    seen = _Part(TENANT_GROUP_KEYS, "seen")
+    runtime = _Part(TENANT_GROUP_KEYS, "runtime")
+
+    def tenant(self, tenant_id: str) -> str:
+        return f"{self.base}t:{tenant_id}"
+
+    def stats(self, tenant_id: str, minute: int) -> str:
+        return f"{self.base}stats:{tenant_id}:{minute}"
+
+    def fails(self, tenant_id: str) -> str:
+        return f"{self.base}fails:{tenant_id}"
+
+
+@dataclass(frozen=True)
+class GlobalKeys:
+    prefix: str = DEFAULT_PREFIX
+
+    @property
+    def base(self) -> str:
+        return f"{self.prefix}:"
+
+    active = _Part(GLOBAL_KEYS, "active")
+    queues = _Part(GLOBAL_KEYS, "queues")
+
+    def served(self, queues: tuple[str, ...], weights: tuple[int, ...]) -> tuple[str, str]:
+        """(set of served names, hash name -> weight or rank) registered by workers of one config."""
+        digest = hashlib.sha1(repr((queues, weights)).encode()).hexdigest()[:16]
+        return f"{self.base}served:{digest}:queues", f"{self.base}served:{digest}:weights"
+
+
+def served_name_of_group(queue_prefix: str) -> str:
+    return f"{SERVED_NAME_MARK}{queue_prefix}"
+
+
+def is_group_name(served_name: str) -> bool:
+    return served_name.startswith(SERVED_NAME_MARK)
+
+
+def family_keys(prefix: str, served_name: str) -> QueueKeys | TenantGroupKeys:
+    """A queue's keys, or a tenant group's when `served_name` is '@<queuePrefix>'."""
+    if is_group_name(served_name):
+        return TenantGroupKeys(prefix, served_name[len(SERVED_NAME_MARK) :])
+    return QueueKeys(prefix, served_name)

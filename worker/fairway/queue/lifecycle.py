@@ -1,0 +1,87 @@
+"""A worker process's life: stop signals, the interrupt that ends an idle wait, and the watchdog for
+jobs that ignore their timeout. Shutdown paths log and never raise."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
+log = logging.getLogger("fairway.worker")
+HARD_EXIT_CODE = 70  # a job ignored its timeout: the process exits so its supervisor restarts it
+
+
+class JobTimeout(BaseException):
+    """Raised inside a job that ran past its timeout (BaseException, so `except Exception` cannot eat it)."""
+
+
+class Interrupted(BaseException):
+    """A stop signal arrived while idle: leave the blocking read or sleep now."""
+
+
+class StopSignals:
+    """SIGTERM/SIGINT ask for a stop; while `idle`, they also interrupt the wait. SIGALRM times jobs out."""
+
+    def __init__(self) -> None:
+        self.stopping = False
+        self.reason = ""
+        self.idle = False
+        self._previous: dict[int, Any] = {}
+
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        self.stopping = True
+        self.reason = signal.Signals(signum).name
+        if self.idle:
+            raise Interrupted()
+
+    def install(self) -> bool:
+        """Our handlers for the run (main thread only); `restore` puts the previous ones back."""
+        if threading.current_thread() is not threading.main_thread():
+            return False
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGALRM):
+            self._previous[sig] = signal.getsignal(sig)
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        signal.signal(signal.SIGALRM, _raise_timeout)
+        return True
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous.clear()
+
+
+def _raise_timeout(_signum: int, _frame: FrameType | None) -> None:
+    raise JobTimeout()
+
+
+class Watchdog:
+    """A job that ignores its timeout interrupt makes the worker exit, so its supervisor restarts it;
+    the job stays reserved and is handed out again after retry_after."""
+
+    def __init__(self, clock: Callable[[], float], describe: Callable[[], str]) -> None:
+        self.clock = clock
+        self.describe = describe
+        self.deadline: float | None = None
+        self._stop = threading.Event()
+
+    def start(self) -> None:
+        threading.Thread(target=self._watch, name="fairway-watchdog", daemon=True).start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.25):
+            deadline = self.deadline
+            if deadline is not None and self.clock() > deadline:
+                log.critical(
+                    "job %s ignored its timeout; exiting so the worker is restarted; the job stays "
+                    "reserved and is handed out again after retry_after",
+                    self.describe(),
+                )
+                os._exit(HARD_EXIT_CODE)

@@ -1,0 +1,91 @@
+"""The Lua scripts: their sources (with the shared parts spliced in) and running them.
+
+Every script gets, after an optional `#!lua` shebang, the generated key table (`QK`, `GK` from
+fairway.queue.keys) and `lib.lua` (time, acks, failure-store trimming); a script that says
+`-- #include tenant_lib.lua` gets the tenant-group functions too. What each script's KEYS and ARGV
+are is decided in one place, the builders in fairway.queue.calls.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+from typing import Any
+
+import redis
+
+from fairway.queue.calls import ScriptCall
+from fairway.queue.connection import RedisClient
+from fairway.queue.keys import lua_prelude
+
+PRODUCER_SCRIPTS = ("enqueue", "enqueue_tenant")  # what other languages call: committed complete, in complete/
+NAMES = (
+    "enqueue",
+    "reserve",
+    "reserve_one",
+    "ack",
+    "release",
+    "fail",
+    "maintain",
+    "enqueue_tenant",
+    "reserve_tenant",
+    "ack_tenant",
+    "release_tenant",
+    "fail_tenant",
+    "maintain_tenant",
+)
+_INCLUDE = "-- #include "
+
+
+@functools.cache
+def source(name: str) -> str:
+    """A script's complete source, as Redis runs it."""
+    folder = resources.files("fairway.queue").joinpath("scripts")
+    lines = folder.joinpath(f"{name}.lua").read_text().splitlines()
+    shebang = [lines.pop(0)] if lines and lines[0].startswith("#!lua") else []
+    body = [
+        folder.joinpath(line[len(_INCLUDE) :].strip()).read_text() if line.startswith(_INCLUDE) else line
+        for line in lines
+    ]
+    return "\n".join([*shebang, lua_prelude(), folder.joinpath("lib.lua").read_text(), *body])
+
+
+def complete_header(name: str) -> str:
+    return (
+        f"-- {name}.lua, complete: generated from fairway/queue/scripts/ by fairway.queue.scripts.source;\n"
+        "-- do not edit (a test keeps it equal). Call it with EVAL/EVALSHA as docs/protocol.md says.\n"
+    )
+
+
+class Scripts:
+    """The scripts registered with one client; `run` one call, or queue it on a pipeline."""
+
+    def __init__(self, client: RedisClient) -> None:
+        self.client = client
+        self._registered = {name: client.register_script(source(name)) for name in NAMES}
+        self._hot: Any = None
+
+    def run(self, call: ScriptCall, pipeline: Any = None) -> Any:
+        return self._registered[call.script](keys=call.keys, args=call.args, client=pipeline)
+
+    def run_hot(self, call: ScriptCall) -> Any:
+        """EVALSHA on a connection kept for the hot path, skipping the client's per-command layers
+        (pool checkout, retries, instrumentation), which cost ~30 us a job here (bench/throughput.py).
+        Connection errors close it and propagate (the worker's outage handling retries); a Redis that
+        restarted and forgot the script gets it loaded again. Standalone Redis only."""
+        script = self._registered[call.script]
+        if self._hot is None:
+            if not isinstance(self.client, redis.Redis):
+                raise TypeError("the hot path is for a standalone Redis")
+            self._hot = self.client.connection_pool.get_connection()
+        conn = self._hot
+        try:
+            conn.send_command("EVALSHA", script.sha, len(call.keys), *call.keys, *call.args)
+            return conn.read_response()
+        except redis.exceptions.NoScriptError:
+            self.client.script_load(script.script)
+            conn.send_command("EVALSHA", script.sha, len(call.keys), *call.keys, *call.args)
+            return conn.read_response()
+        except BaseException:
+            conn.disconnect()  # a half-read reply must never be read as the next call's
+            raise

@@ -1,0 +1,5 @@
+-- Acknowledge a finished job (cluster path and shutdown): drop its reservation and attempt counter.
+-- KEYS[1] reserved   KEYS[2] attempts
+-- ARGV[1] job document
+-- Returns 1, or 0 when the reservation had already expired (the job may run again elsewhere).
+return ack_job(KEYS[1], KEYS[2], ARGV[1])

@@ -1,0 +1,52 @@
+-- enqueue.lua, complete: generated from fairway/queue/scripts/ by fairway.queue.scripts.source;
+-- do not edit (a test keeps it equal). Call it with EVAL/EVALSHA as docs/protocol.md says.
+-- Generated from fairway/queue/keys.py: key parts after a queue's or a group's base.
+local QK = {ready = 'ready', notify = 'notify', reserved = 'reserved', delayed = 'delayed', attempts = 'attempts', failed = 'failed', failed_index = 'failed_index', paused = 'paused', runtime = 'runtime'}
+local GK = {ring = 'ring', qring = 'qring', quarantined = 'quarantined', state = 'state', t = 't:', reserved = 'reserved', delayed = 'delayed', notify = 'notify', attempts = 'attempts', inflight = 'inflight', fails = 'fails:', stats = 'stats:', seen = 'seen', failed = 'failed', failed_index = 'failed_index', paused = 'paused', runtime = 'runtime'}
+-- Functions every script shares, spliced in by the loader (fairway/queue/scripts.py) after the
+-- generated key table (QK: a queue's key parts, GK: a tenant group's).
+
+-- The Redis server's clock in ms: every deadline and due time is on this one clock.
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- A queue's key, derived from the prefix (standalone only: the cluster path passes KEYS).
+local function queue_key(prefix, queue, part)
+  return prefix .. ':{' .. queue .. '}:' .. part
+end
+
+-- Acknowledge a plain job: drop its reservation and its attempt counter. 1, or 0 when the
+-- reservation had already expired (the job may be running again elsewhere).
+local function ack_job(reserved, attempts, doc)
+  if redis.call('ZREM', reserved, doc) == 0 then return 0 end
+  redis.call('HDEL', attempts, redis.sha1hex(doc))
+  return 1
+end
+
+-- Keep a failure record under the job's id and trim the store to its newest `kept` records.
+local function store_failure(failed, index, id, record, now, kept)
+  redis.call('HSET', failed, id, record)
+  redis.call('ZADD', index, now, id)
+  local excess = redis.call('ZCARD', index) - kept
+  if excess > 0 then
+    local oldest = redis.call('ZRANGE', index, 0, excess - 1)
+    redis.call('ZREMRANGEBYRANK', index, 0, excess - 1)
+    redis.call('HDEL', failed, unpack(oldest))
+  end
+end
+
+-- Enqueue one job document (the documented script any language may call).
+-- KEYS[1] ready   KEYS[2] notify   KEYS[3] delayed   KEYS[4] active (optional: standalone Redis only)
+-- ARGV[1] job document   ARGV[2] delay in ms (0 = ready now)   ARGV[3] queue name
+-- Returns 1 when the job is ready now, 0 when it was scheduled.
+local delay = tonumber(ARGV[2])
+if delay > 0 then
+  redis.call('ZADD', KEYS[3], now_ms() + delay, ARGV[1])
+  return 0
+end
+redis.call('RPUSH', KEYS[1], ARGV[1])
+redis.call('RPUSH', KEYS[2], '1')
+if KEYS[4] then redis.call('SADD', KEYS[4], ARGV[3]) end
+return 1

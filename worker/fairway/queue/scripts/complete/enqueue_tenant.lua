@@ -1,0 +1,206 @@
+-- enqueue_tenant.lua, complete: generated from fairway/queue/scripts/ by fairway.queue.scripts.source;
+-- do not edit (a test keeps it equal). Call it with EVAL/EVALSHA as docs/protocol.md says.
+-- Generated from fairway/queue/keys.py: key parts after a queue's or a group's base.
+local QK = {ready = 'ready', notify = 'notify', reserved = 'reserved', delayed = 'delayed', attempts = 'attempts', failed = 'failed', failed_index = 'failed_index', paused = 'paused', runtime = 'runtime'}
+local GK = {ring = 'ring', qring = 'qring', quarantined = 'quarantined', state = 'state', t = 't:', reserved = 'reserved', delayed = 'delayed', notify = 'notify', attempts = 'attempts', inflight = 'inflight', fails = 'fails:', stats = 'stats:', seen = 'seen', failed = 'failed', failed_index = 'failed_index', paused = 'paused', runtime = 'runtime'}
+-- Functions every script shares, spliced in by the loader (fairway/queue/scripts.py) after the
+-- generated key table (QK: a queue's key parts, GK: a tenant group's).
+
+-- The Redis server's clock in ms: every deadline and due time is on this one clock.
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- A queue's key, derived from the prefix (standalone only: the cluster path passes KEYS).
+local function queue_key(prefix, queue, part)
+  return prefix .. ':{' .. queue .. '}:' .. part
+end
+
+-- Acknowledge a plain job: drop its reservation and its attempt counter. 1, or 0 when the
+-- reservation had already expired (the job may be running again elsewhere).
+local function ack_job(reserved, attempts, doc)
+  if redis.call('ZREM', reserved, doc) == 0 then return 0 end
+  redis.call('HDEL', attempts, redis.sha1hex(doc))
+  return 1
+end
+
+-- Keep a failure record under the job's id and trim the store to its newest `kept` records.
+local function store_failure(failed, index, id, record, now, kept)
+  redis.call('HSET', failed, id, record)
+  redis.call('ZADD', index, now, id)
+  local excess = redis.call('ZCARD', index) - kept
+  if excess > 0 then
+    local oldest = redis.call('ZRANGE', index, 0, excess - 1)
+    redis.call('ZREMRANGEBYRANK', index, 0, excess - 1)
+    redis.call('HDEL', failed, unpack(oldest))
+  end
+end
+
+-- Enqueue tenant jobs, one or many for the same tenant (the documented script; see docs/tenants.md).
+-- KEYS[1] G .. 'ring' (names the group's slot)   KEYS[2] the active set (optional: standalone only)
+-- ARGV[1] G, the group's key prefix   ARGV[2] tenant id   ARGV[3] delay in ms (0 = now)
+-- ARGV[4] the group's name in the active set ('@<queuePrefix>')   ARGV[5..] job documents
+-- Returns how many documents were enqueued.
+-- Tenant-group functions, spliced into the scripts that include them (see fairway/queue/scripts.py).
+-- Every key starts with G = '<prefix>:{tenants:<queuePrefix>}:', one hash tag, so one slot; the key
+-- parts (GK) are listed in fairway/queue/keys.py. Tenant ids never contain a tab, so a member
+-- '<id>\t<document>' splits unambiguously.
+
+-- The tenant group's settings, passed by every script that needs them as five ARGV entries in this
+-- order (fairway/queue/scripts.py builds them): G, max_consecutive_jobs, quarantine_failures,
+-- quarantine_window_ms, quarantine_sample_rate.
+local function read_group(argv, first)
+  return {
+    G = argv[first],
+    max_consecutive_jobs = tonumber(argv[first + 1]),
+    quarantine_failures = tonumber(argv[first + 2]),
+    quarantine_window_ms = tonumber(argv[first + 3]),
+    quarantine_sample_rate = tonumber(argv[first + 4]),
+  }
+end
+
+local function split_member(member)
+  local tab = string.find(member, '\t', 1, true)
+  return string.sub(member, 1, tab - 1), string.sub(member, tab + 1)
+end
+
+-- Make a tenant's document ready; a tenant whose list was empty joins the ring it belongs in.
+local function push_tenant(G, id, doc, now)
+  local length = redis.call('RPUSH', G .. GK.t .. id, doc)
+  redis.call('RPUSH', G .. GK.notify, '1')
+  if length == 1 then
+    if redis.call('SISMEMBER', G .. GK.quarantined, id) == 1 then
+      redis.call('RPUSH', G .. GK.qring, id)
+    else
+      redis.call('RPUSH', G .. GK.ring, id)
+    end
+  end
+  redis.call('ZADD', G .. GK.seen, now, id)
+end
+
+-- Failed attempts of a tenant within the quarantine window; drops buckets that have aged out.
+local function failures(group, id, now)
+  local width = math.max(1, math.floor(group.quarantine_window_ms / 10))
+  local current = math.floor(now / width)
+  local key = group.G .. GK.fails .. id
+  local raw = redis.call('HGETALL', key)
+  local total = 0
+  for i = 1, #raw, 2 do
+    if tonumber(raw[i]) > current - 10 then
+      total = total + tonumber(raw[i + 1])
+    else
+      redis.call('HDEL', key, raw[i])
+    end
+  end
+  return total
+end
+
+local function record_failure(group, id, now)
+  local window_ms = group.quarantine_window_ms
+  local width = math.max(1, math.floor(window_ms / 10))
+  local key = group.G .. GK.fails .. id
+  redis.call('HINCRBY', key, math.floor(now / width), 1)
+  redis.call('PEXPIRE', key, window_ms + width)
+  if failures(group, id, now) > group.quarantine_failures then
+    redis.call('SADD', group.G .. GK.quarantined, id)
+  end
+end
+
+-- Per-tenant, per-minute figures: completed or failed, and the wait-time bucket (-1 = unknown).
+local function record_figures(G, id, now, outcome, wait_bucket)
+  local key = G .. GK.stats .. id .. ':' .. math.floor(now / 60000)
+  redis.call('HINCRBY', key, outcome, 1)
+  if wait_bucket >= 0 then redis.call('HINCRBY', key, 'w' .. wait_bucket, 1) end
+  redis.call('EXPIRE', key, 3900)
+  redis.call('ZADD', G .. GK.seen, now, id)
+end
+
+local function leave_flight(G, id)
+  if redis.call('HINCRBY', G .. GK.inflight, id, -1) <= 0 then redis.call('HDEL', G .. GK.inflight, id) end
+end
+
+-- Acknowledge a finished tenant job; figures ride in the same call.
+local function ack_tenant(G, member, wait_bucket)
+  if redis.call('ZREM', G .. GK.reserved, member) == 0 then return 0 end
+  redis.call('HDEL', G .. GK.attempts, redis.sha1hex(member))
+  local id = split_member(member)
+  leave_flight(G, id)
+  record_figures(G, id, now_ms(), 'c', wait_bucket)
+  return 1
+end
+
+-- Serve the next tenant: round-robin over the ring with at most max_consecutive_jobs in a row per
+-- tenant; the slow lane is drawn with weight sample_rate * (its length) against the ring's length,
+-- so each quarantined tenant gets sample_rate times a healthy tenant's turns. O(1) in the number
+-- of tenants. Returns {id, document, attempts} or false.
+local function pop_tenant(group, u, deadline)
+  local G = group.G
+  local ring, qring, state = G .. GK.ring, G .. GK.qring, G .. GK.state
+  for _ = 1, 16 do
+    local nh, nq = redis.call('LLEN', ring), redis.call('LLEN', qring)
+    if nh + nq == 0 then return false end
+    local slow = false
+    if nq > 0 then
+      if nh == 0 then
+        slow = true
+      else
+        local rate = group.quarantine_sample_rate
+        local p = rate * nq / (nh + rate * nq)
+        slow = u < p
+        if slow then u = u / p else u = (u - p) / (1 - p) end
+      end
+    end
+    local r, curf, nf = ring, 'cur', 'n'
+    if slow then r, curf, nf = qring, 'qcur', 'qn' end
+    local id = redis.call('LINDEX', r, 0)
+    if (not slow) and redis.call('SISMEMBER', G .. GK.quarantined, id) == 1 then
+      redis.call('LPOP', ring)  -- quarantined since it joined the ring: to the slow lane, then draw again
+      redis.call('RPUSH', qring, id)
+    else
+      local list = G .. GK.t .. id
+      local doc = redis.call('LPOP', list)
+      if not doc then
+        redis.call('LPOP', r)  -- an emptied list still in the ring: heal and draw again
+      else
+        local st = redis.call('HMGET', state, curf, nf)
+        local n = 1
+        if st[1] == id then n = (tonumber(st[2]) or 0) + 1 end
+        if redis.call('LLEN', list) == 0 then
+          redis.call('LPOP', r)
+          redis.call('HSET', state, curf, '', nf, 0)
+        elseif slow and failures(group, id, now_ms()) <= group.quarantine_failures then
+          redis.call('LPOP', qring)  -- its failures aged out: back to the healthy ring
+          redis.call('SREM', G .. GK.quarantined, id)
+          redis.call('RPUSH', ring, id)
+          redis.call('HSET', state, curf, '', nf, 0)
+        elseif n >= group.max_consecutive_jobs then
+          redis.call('LMOVE', r, r, 'LEFT', 'RIGHT')
+          redis.call('HSET', state, curf, '', nf, 0)
+        else
+          redis.call('HSET', state, curf, id, nf, n)
+        end
+        local member = id .. '\t' .. doc
+        local attempts = redis.call('HINCRBY', G .. GK.attempts, redis.sha1hex(member), 1)
+        redis.call('ZADD', G .. GK.reserved, deadline, member)
+        redis.call('HINCRBY', G .. GK.inflight, id, 1)
+        redis.call('LPOP', G .. GK.notify)
+        return {id, doc, attempts}
+      end
+    end
+  end
+  return false
+end
+
+local G, id = ARGV[1], ARGV[2]
+local now = now_ms()
+local delay = tonumber(ARGV[3])
+for i = 5, #ARGV do
+  if delay > 0 then
+    redis.call('ZADD', G .. GK.delayed, now + delay, id .. '\t' .. ARGV[i])
+  else
+    push_tenant(G, id, ARGV[i], now)
+  end
+end
+if delay <= 0 and KEYS[2] then redis.call('SADD', KEYS[2], ARGV[4]) end
+return #ARGV - 4

@@ -1,0 +1,13 @@
+-- Enqueue one job document (the documented script any language may call).
+-- KEYS[1] ready   KEYS[2] notify   KEYS[3] delayed   KEYS[4] active (optional: standalone Redis only)
+-- ARGV[1] job document   ARGV[2] delay in ms (0 = ready now)   ARGV[3] queue name
+-- Returns 1 when the job is ready now, 0 when it was scheduled.
+local delay = tonumber(ARGV[2])
+if delay > 0 then
+  redis.call('ZADD', KEYS[3], now_ms() + delay, ARGV[1])
+  return 0
+end
+redis.call('RPUSH', KEYS[1], ARGV[1])
+redis.call('RPUSH', KEYS[2], '1')
+if KEYS[4] then redis.call('SADD', KEYS[4], ARGV[3]) end
+return 1

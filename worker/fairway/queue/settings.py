@@ -1,0 +1,126 @@
+"""Worker settings: typed, validated once where they enter (CLI flags or the config file the operator renders).
+
+Fields mirror the spec's and take their defaults from it (`spec_default`); the tenant group is the
+spec's own `tenants` block (`TenantsSpec`), so its settings have one name from the CRD to Lua. Field
+names carry their unit (`timeout_s`); the table that maps spec fields to these names is
+`fairway.plan.worker_config.SPEC_TO_WORKER`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from fairway.queue.keys import DEFAULT_PREFIX, served_name_of_group
+from fairway.resource.names import QUEUE_NAME, QUEUE_NAME_RULE
+from fairway.resource.spec import TenantsSpec, after_timeout, spec_default
+
+
+class WorkerSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    redis_url: str | None = Field(
+        default=None, description="Redis URL (redis://, rediss:// or unix://); required to run, never rendered."
+    )
+    cluster: bool | None = Field(
+        default=None, description="Redis Cluster; None asks the server (INFO cluster) at start."
+    )
+    prefix: str = Field(default=DEFAULT_PREFIX, pattern=r"^[A-Za-z0-9_.-]{1,32}$")
+    queues: list[str] = Field(default_factory=list, description="Served queues, in priority order.")
+    weights: dict[str, int] = Field(
+        default_factory=dict, description="Queue -> weight; empty means strict left-to-right priority."
+    )
+    paused: list[str] = Field(default_factory=list, description="Queues never served by this worker.")
+    tenants: TenantsSpec | None = Field(default=None, description="Serve a tenant group too.")
+    block_for_s: float = Field(
+        default=spec_default("block_for"), ge=0, le=60, description="Longest idle blocking read; 0 polls every 100 ms."
+    )
+    handlers: list[str] = Field(default_factory=list, description="Modules that register handlers.")
+    tries: int = Field(
+        default=spec_default("tries"), ge=1, description="Attempts per job unless the job says otherwise."
+    )
+    backoff_s: list[int] = Field(
+        default_factory=lambda: list(spec_default("backoff")),
+        description="Seconds before retry n (the last value repeats); none = at once.",
+    )
+    timeout_s: float = Field(default=spec_default("timeout"), gt=0, description="Seconds a job may run.")
+    retry_after_s: float | None = Field(
+        default=None, gt=0, description="Reservation length; default timeout + 30 s so only crashes expire."
+    )
+    kill_grace_s: float = Field(
+        default=10,
+        ge=0,
+        description="After a timeout, seconds a job that ignores the interrupt gets before the worker exits.",
+    )
+    max_jobs: int = Field(
+        default=spec_default("max_jobs"), ge=0, description="Recycle after this many jobs; 0 = never."
+    )
+    max_time_s: float = Field(default=spec_default("max_time"), ge=0, description="Recycle after this long; 0 = never.")
+    memory_mib: int = Field(
+        default=0,
+        ge=0,
+        description="Recycle above this RSS; 0 = never. A bare process has nobody to restart it, so the "
+        "default is off; the operator and `fairway up` pass the spec's memory (default 128).",
+    )
+    burst: bool = Field(default=False, description="Exit 0 once every served queue is empty.")
+    log_format: Literal["text", "json", "none"] = "text"
+    maintenance_interval_s: float = Field(
+        default=1.0, gt=0, description="How often due delayed jobs and expired reservations are moved."
+    )
+
+    @field_validator("queues", "paused")
+    @classmethod
+    def _queue_names(cls, value: list[str]) -> list[str]:
+        bad = [q for q in value if not QUEUE_NAME.match(q)]
+        if bad:
+            raise ValueError(f"invalid queue name(s) {bad}: {QUEUE_NAME_RULE}")
+        if len(set(value)) != len(value):
+            raise ValueError("a queue is listed twice")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> WorkerSettings:
+        if not self.queues and self.tenants is None:
+            raise ValueError(
+                "queues: serve at least one queue (--queues high,default,low) or tenants (--tenants PREFIX)"
+            )
+        unknown = sorted(set(self.weights) - set(self.queues))
+        if unknown:
+            raise ValueError(f"weights: {unknown} are not served queues; add them to queues")
+        if self.retry_after_s is not None and self.retry_after_s <= self.timeout_s:
+            raise ValueError("retry_after_s must be greater than timeout_s, or running jobs are handed out twice")
+        return self
+
+    def served_weights(self) -> dict[str, int]:
+        """Weights of the served set, the tenant group included under its '@<prefix>' name."""
+        weights = dict(self.weights)
+        if self.tenants is not None and self.tenants.weight is not None:
+            weights[served_name_of_group(self.tenants.queue_prefix)] = self.tenants.weight
+        return weights
+
+    @property
+    def retry_after_ms(self) -> int:
+        return int((self.retry_after_s if self.retry_after_s is not None else after_timeout(self.timeout_s)) * 1000)
+
+    def backoff_for(self, attempt: int) -> float:
+        """Seconds before retrying after failed attempt number `attempt` (1-based)."""
+        if not self.backoff_s:
+            return 0.0
+        return float(self.backoff_s[min(attempt, len(self.backoff_s)) - 1])
+
+    def to_config(self) -> dict[str, Any]:
+        """The config file's contents (what the operator mounts): never the Redis URL, which holds secrets."""
+        return self.model_dump(mode="json", exclude={"redis_url"}, exclude_none=True)
+
+
+def load_config(path: str) -> dict[str, Any]:
+    """A YAML or JSON mapping of WorkerSettings fields (what the operator mounts)."""
+    text = Path(path).read_text(encoding="utf-8")
+    data = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping of worker settings")
+    return data

@@ -1,0 +1,22 @@
+"""Names users write (queues, tenant prefixes, handler modules): one pattern each, used by every layer.
+
+The CRD, the spec model, the worker settings, the producer and the CLI check a name with the same
+pattern, so a name one of them accepts is never refused (or stranded) by another.
+"""
+
+from __future__ import annotations
+
+import re
+
+QUEUE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,62}$"
+QUEUE_NAME = re.compile(QUEUE_NAME_PATTERN)  # for checks outside pydantic (producer, worker settings)
+QUEUE_NAME_RULE = "start with a letter or digit, then letters, digits, _ . : - (at most 63 characters)"
+TENANT_PREFIX_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,31}$"
+MODULE_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
+DEFAULT_TENANT_PREFIX = "tenant-"
+DEFAULT_WEIGHT = 1
+
+
+def effective_weight(weight: int | None) -> int:
+    """Omitted, zero and negative weights count as the default of 1 (as the seed specifies)."""
+    return weight if weight is not None and weight > 0 else DEFAULT_WEIGHT

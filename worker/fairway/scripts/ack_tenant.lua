@@ -1,5 +1,0 @@
--- Acknowledge a finished tenant job (cluster path and shutdown), recording its figures.
--- KEYS[1] G .. 'reserved'
--- ARGV[1] G   ARGV[2] member ('<id>\t<document>')   ARGV[3] wait bucket (-1 = unknown)
--- #include tenant_lib.lua
-return ack_tenant(ARGV[1], ARGV[2], tonumber(ARGV[3]))
