@@ -18,6 +18,7 @@ import yaml
 
 from fairway.plan.pools import Pool, initial_replicas, pools
 from fairway.plan.worker_config import worker_settings
+from fairway.queue.settings import REDIS_URL_ENV
 from fairway.resource.spec import API_GROUP, API_VERSION, KIND, QueueSupervisorSpec
 from fairway_operator.names import dns_label, pool_label
 
@@ -81,8 +82,8 @@ def _owner(body: Mapping[str, Any]) -> list[dict[str, Any]]:
 def _redis_env(spec: QueueSupervisorSpec) -> dict[str, Any]:
     ref = spec.redis.secret_ref
     if ref is not None:
-        return {"name": "FAIRWAY_REDIS_URL", "valueFrom": {"secretKeyRef": {"name": ref.name, "key": ref.key}}}
-    return {"name": "FAIRWAY_REDIS_URL", "value": spec.redis.url}
+        return {"name": REDIS_URL_ENV, "valueFrom": {"secretKeyRef": {"name": ref.name, "key": ref.key}}}
+    return {"name": REDIS_URL_ENV, "value": spec.redis.url}
 
 
 class _ManifestDumper(yaml.SafeDumper):

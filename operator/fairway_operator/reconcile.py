@@ -143,6 +143,8 @@ class Reconciler:
             return None, None, f"Redis is unreachable: {exc}"
         except (ApiException, KeyError) as exc:
             return None, None, f"cannot read the Redis URL from its Secret: {exc}"
+        except ValueError as exc:  # not a Redis URL at all; the message of a parser may quote it, so not shown
+            return None, None, f"{_url_source(spec)} is not a usable Redis URL ({type(exc).__name__}); {_URL_FIX}"
 
     # -- the pass --------------------------------------------------------------------------------
 
@@ -222,6 +224,14 @@ class Reconciler:
             ours = not uid or any(r.get("uid") == uid for r in refs)
             if ours and (obj["kind"], obj["metadata"]["name"]) not in keep:
                 self.kube.delete(obj["kind"], namespace, obj["metadata"]["name"])
+
+
+_URL_FIX = "write it as redis://host:6379/0, rediss://... or unix:///path"
+
+
+def _url_source(spec: QueueSupervisorSpec) -> str:
+    ref = spec.redis.secret_ref
+    return f"the value of key {ref.key!r} in Secret {ref.name!r}" if ref else "spec.redis.url"
 
 
 def _changed(previous: Mapping[str, Any], status: dict[str, Any]) -> dict[str, Any] | None:

@@ -54,3 +54,13 @@ def switchable(seconds: float = 0.0) -> None:
         time.sleep(seconds)
     if _redis().exists("test:failing"):
         raise RuntimeError("failing while test:failing is set")
+
+
+_leaked: list[bytearray] = []
+
+
+@job(name="leak")
+def leak(mib: int) -> None:
+    """Keeps `mib` MiB alive for the life of the process, like a handler with a growing cache."""
+    _leaked.append(bytearray(mib * 2**20))
+    _redis().rpush("test:done", "leak")

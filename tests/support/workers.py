@@ -62,8 +62,10 @@ def start_worker(redis_url: str, *args: str, test_redis: str | None = None) -> W
     return WorkerProcess(cmd, worker_env(test_redis or redis_url))
 
 
-def job_lines(stdout: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+def job_lines(stdout: str, event: str = "job.finished") -> list[dict[str, Any]]:
+    """The worker's JSON log lines of one kind: finished jobs by default, or "job.malformed"."""
+    lines = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+    return [line for line in lines if line.get("event") == event]
 
 
 def run_in_process(redis_url: str, seed: int = 1, **fields: Any) -> list[dict[str, Any]]:

@@ -258,6 +258,24 @@ async def test_unreachable_redis_is_degraded_not_a_crash(k8s: Emulator, operator
     assert found and found["reason"] == "RedisUnreachable"
 
 
+@pytest.mark.parametrize("url", ["not a url", "http://user:hunter2@r:6379/0", "redis://r:notaport/0"])
+async def test_a_bad_url_in_the_secret_is_reported_and_the_workers_are_still_deployed(
+    k8s: Emulator, operator: Any, url: str
+) -> None:
+    _, _, core = api()
+    await asyncio.to_thread(core.create_namespaced_secret, NS, secret(NS, "redis", url))
+    await create(supervisor())
+    assert await eventually(lambda: "fairway-shop" in children(k8s, "Deployment")), "workers still deployed"
+
+    async def degraded() -> dict[str, Any] | None:
+        c = condition(await get("shop"), "Degraded")
+        return c if c and c["status"] == "True" else None
+
+    found = await eventually(degraded)
+    assert found and "Secret 'redis'" in found["message"] and "redis://host:6379/0" in found["message"]
+    assert "hunter2" not in str(await get("shop")), "the Secret's value is never copied into the status"
+
+
 async def test_auto_balance_moves_replicas_toward_the_busy_queue(
     k8s: Emulator, operator: Any, redis_secret: None, redis_url: str
 ) -> None:

@@ -117,3 +117,30 @@ def redis_alive(url: str | None) -> bool:
         return bool(url and redis.Redis.from_url(url, socket_connect_timeout=0.5).ping())
     except redis.ConnectionError:
         return False
+
+
+def test_up_never_shows_or_writes_the_password(redis_url: str, tmp_path: Path) -> None:
+    admin = redis.Redis.from_url(redis_url)
+    admin.acl_setuser("app", enabled=True, passwords=["+hunter2"], keys=["*"], channels=["*"], commands=["+@all"])
+    secret_url = redis_url.replace("redis://", "redis://app:hunter2@")
+    try:
+        path = manifest(tmp_path, maxProcesses=1)
+        up = start_up(path, secret_url, tmp_path)
+        try:
+            Client(secret_url).enqueue_many("record", [[f"j{i}", 0.0] for i in range(5)], queue="high")
+            assert wait_for(lambda: admin.llen("test:done") == 5), "workers reached Redis with the password"
+            time.sleep(1.5)  # at least one table was printed after the jobs ran
+        finally:
+            up.send_signal(signal.SIGTERM)
+            out, _ = up.communicate(timeout=30)
+        assert up.returncode == 0 and "supervisor local" in out
+        assert "hunter2" not in out and "app:***@" in out
+        files = [p for p in (tmp_path / "logs").iterdir() if p.is_file()]
+        assert files and all((p.stat().st_mode & 0o777) == 0o600 for p in files), "config and logs are private"
+        assert not any("hunter2" in p.read_text() for p in files), "the URL never lands in a file"
+        unreachable = secret_url.rsplit(":", 1)[0] + ":1/0"
+        refused = start_up(path, unreachable, tmp_path, "--no-embedded-redis")
+        out, _ = refused.communicate(timeout=30)
+        assert refused.returncode == 2 and "is not reachable" in out and "hunter2" not in out
+    finally:
+        admin.acl_deluser("app")

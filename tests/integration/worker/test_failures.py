@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import subprocess
 import sys
 import time
 
+import pytest
 import redis
 
 from fairway.queue.client import Client
 from fairway.queue.connection import connect
 from fairway.queue.inspector import Inspector
-from support.redis_procs import RedisProcess
+from support.redis_procs import RedisProcess, free_port
 from support.workers import done_keys, job_lines, start_worker, wait_until, worker_env
 
 
@@ -114,6 +116,43 @@ def test_malformed_payload_goes_to_the_failed_store_and_the_worker_carries_on(re
     assert "MalformedJob: payload is not JSON" in record["message"]
 
 
+DEEP = b'{"id":"deep","handler":"noop","queue":"default","args":[' + b"[" * 2000 + b"]" * 2000 + b"]}"
+
+
+@pytest.mark.parametrize(
+    ("poison", "key"),
+    [
+        (DEEP, hashlib.sha1(DEEP).hexdigest()),  # not parseable at all: keyed by its digest
+        (b'{"id":"nan","handler":"noop","queue":"default","timeout":NaN}', "nan"),
+        (b'{"id":"neg","handler":"noop","queue":"default","timeout":-1}', "neg"),
+        (b'{"id":"huge","handler":"noop","queue":"default","timeout":1e300}', "huge"),
+        (b'{"id":"tries","handler":"noop","queue":"default","max_tries":0}', "tries"),
+    ],
+)
+def test_a_poison_document_is_failed_once_and_the_queue_moves_on(redis_url: str, poison: bytes, key: str) -> None:
+    """Any producer can write these: each is settled as MalformedJob once, under its id when it has a
+    readable one, the worker keeps running (no crash, no exit), and the jobs behind it run."""
+    r = redis.Redis.from_url(redis_url)
+    r.rpush("fairway:{default}:ready", poison)
+    r.rpush("fairway:{default}:notify", 1)
+    Client(redis_url).enqueue_many("noop", [[]] * 3, queue="default")
+    worker = start_worker(redis_url, "--queues", "default", "--tries", "2")
+    try:
+        assert wait_until(lambda: Inspector(connect(redis_url)).stats(["default"])[0].ready == 0, 15)
+        time.sleep(0.3)
+        assert worker.poll() is None, "the worker is still running"
+    finally:
+        worker.terminate()
+        out, err = worker.communicate(timeout=10)
+    assert worker.returncode == 0 and "Traceback" not in err
+    assert [line["outcome"] for line in job_lines(out)] == ["ok"] * 3
+    (malformed,) = job_lines(out, "job.malformed")
+    (record,) = Inspector(connect(redis_url)).failed_records("default")
+    assert record["id"] == malformed["id"] == key
+    assert record["message"].startswith("MalformedJob: ") and record["attempts"] == 1
+    assert r.hlen("fairway:{default}:attempts") == 0 and r.zcard("fairway:{default}:reserved") == 0
+
+
 def test_a_payload_naming_an_arbitrary_function_fails_as_unregistered(redis_url: str, tmp_path) -> None:
     marker = tmp_path / "pwned"
     doc = {"id": "evil", "handler": "os:system", "queue": "default", "args": [f"touch {marker}"]}
@@ -147,5 +186,100 @@ def test_redis_restarted_under_a_running_worker(tmp_path) -> None:
         assert err.count("Redis is unreachable") == 1, "logged once per outage, not per retry"
         assert "Redis is reachable again" in err
         assert "Traceback" not in err
+    finally:
+        server.cleanup()
+
+
+def test_the_memory_limit_is_checked_after_every_job(redis_url: str) -> None:
+    """20 jobs of 40 MiB each, back to back (faster than the 1 s housekeeping tick): the worker recycles
+    at the job that crossed the limit, not 800 MiB later."""
+    Client(redis_url).enqueue_many("leak", [[40]] * 20, queue="default")
+    worker = start_worker(redis_url, "--queues", "default", "--memory", "150")
+    out, err = worker.communicate(timeout=30)
+    assert worker.returncode == 0, err
+    assert "memory above 150 MiB" in err
+    done = len(job_lines(out))
+    assert 1 <= done <= 4, f"{done} jobs of 40 MiB ran before the worker recycled"
+    assert Inspector(connect(redis_url)).stats(["default"])[0].ready == 20 - done, "the rest wait for the next worker"
+
+
+def test_a_worker_started_before_its_redis_waits_for_it_then_serves() -> None:
+    port = free_port()
+    server = RedisProcess(port=port)
+    url = server.url
+    worker = start_worker(url, "--queues", "default")  # no --cluster: it must ask the server, once it answers
+    try:
+        time.sleep(1.5)
+        assert worker.poll() is None, "still waiting, not crashed"
+        server.start()
+        Client(url).enqueue("record", "late", 0.0, queue="default")
+        assert wait_until(lambda: done_keys(url) == ["late"], 15)
+    finally:
+        worker.terminate()
+        _, err = worker.communicate(timeout=10)
+        server.cleanup()
+    assert worker.returncode == 0
+    assert err.count("is unreachable") == 1 and "Traceback" not in err
+
+
+def test_a_worker_is_back_within_about_a_second_of_an_outage_ending() -> None:
+    server = RedisProcess(persistent=True).start()
+    try:
+        worker = start_worker(server.url, "--queues", "default", "--block-for", "1")
+        Client(server.url).enqueue("record", "before", 0.0, queue="default")
+        assert wait_until(lambda: done_keys(server.url) == ["before"], 15)
+        server.stop()
+        time.sleep(3)
+        server.start()
+        back = time.monotonic()
+        Client(server.url).enqueue("record", "after", 0.0, queue="default")
+        assert wait_until(lambda: "after" in done_keys(server.url), 15)
+        assert time.monotonic() - back < 3.0, "not kept away by a long backoff"
+        worker.terminate()
+        worker.communicate(timeout=10)
+    finally:
+        server.cleanup()
+
+
+def test_an_acl_user_without_info_needs_no_cluster_flag(redis_url: str) -> None:
+    admin = redis.Redis.from_url(redis_url)
+    admin.acl_setuser(
+        "jobs", enabled=True, passwords=["+pw"], keys=["fairway:*", "test:*"], commands=["+@all", "-@dangerous"]
+    )
+    try:
+        url = redis_url.replace("redis://", "redis://jobs:pw@")
+        Client(url).enqueue("noop", queue="default")
+        out = fairway("worker", "--redis", url, "--queues", "default", "--burst", "--log-format", "json", url=url)
+        assert out.returncode == 0, out.stderr
+        assert [line["outcome"] for line in job_lines(out.stdout)] == ["ok"], out.stdout
+    finally:
+        admin.acl_deluser("jobs")
+
+
+def test_a_full_redis_is_drained_and_a_refused_enqueue_wrote_nothing() -> None:
+    """maxmemory with noeviction: producers are refused (and a refused enqueue left nothing behind),
+    while workers start, take, run and acknowledge jobs, which is what frees the memory."""
+    server = RedisProcess().start()
+    try:
+        admin = redis.Redis.from_url(server.url)
+        admin.config_set("maxmemory-policy", "noeviction")
+        admin.config_set("maxmemory", int(admin.info("memory")["used_memory"]) + 2 * 2**20)
+        client = Client(server.url)
+        accepted = 0
+        with pytest.raises(redis.exceptions.OutOfMemoryError):
+            for i in range(100_000):
+                client.enqueue("noop", f"j{i}", "x" * 2000, queue="default")
+                accepted += 1
+        assert admin.llen("fairway:{default}:ready") == accepted, "the refused enqueue wrote nothing"
+        with pytest.raises(redis.exceptions.OutOfMemoryError):
+            client.enqueue_many("noop", [["more", "x" * 2000]] * 10, queue="default")
+        assert admin.llen("fairway:{default}:ready") == accepted, "a refused batch wrote nothing"
+        worker = start_worker(server.url, "--queues", "default", "--burst")
+        out, err = worker.communicate(timeout=60)
+        assert worker.returncode == 0, err
+        assert "Traceback" not in err and err.count("out of memory") <= 1
+        assert [line["outcome"] for line in job_lines(out)] == ["ok"] * accepted
+        stats = Inspector(connect(server.url)).stats(["default"])[0]
+        assert (stats.ready, stats.reserved, stats.failed) == (0, 0, 0)
     finally:
         server.cleanup()

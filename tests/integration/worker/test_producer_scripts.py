@@ -9,6 +9,8 @@ import pytest
 import redis
 
 from fairway.queue import scripts
+from fairway.queue.connection import connect
+from fairway.queue.inspector import Inspector
 from support.workers import run_in_process
 
 COMPLETE = Path(scripts.__file__).parent / "scripts" / "complete"
@@ -29,8 +31,10 @@ def test_a_bare_eval_of_the_complete_scripts_enqueues_jobs_a_worker_runs(redis_u
     plain = b'{"id":"p1","handler":"noop","queue":"emails","args":[],"enqueued_at":1}'
     tenant = b'{"id":"t1","handler":"noop","queue":"tenant-7","tenant":"7","args":[],"enqueued_at":1}'
     q = "fairway:{emails}:"
-    assert enqueue(keys=[q + "ready", q + "notify", q + "delayed", "fairway:active"], args=[plain, 0, "emails"]) == 1
+    keys = [q + "ready", q + "notify", q + "delayed", "fairway:active", "fairway:queues"]
+    assert enqueue(keys=keys, args=[plain, 0, "emails"]) == 1
     g = "fairway:{tenants:tenant-}:"
     assert enqueue_tenant(keys=[g + "ring", "fairway:active"], args=[g, "7", 0, "@tenant-", tenant]) == 1
+    assert Inspector(connect(redis_url)).known_queues() == ["emails"], "registered in the same step"
     lines = run_in_process(redis_url, queues=["emails"], tenants={}, burst=True)
     assert sorted((line["id"], line["outcome"]) for line in lines) == [("p1", "ok"), ("t1", "ok")]

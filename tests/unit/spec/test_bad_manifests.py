@@ -91,6 +91,18 @@ BAD: list[tuple[str, dict[str, Any], str, str | None]] = [
     ),
     ("redis-neither", with_spec(redis={"cluster": True}), "spec.redis", "redis-one-source"),
     (
+        "redis-password-in-query",
+        with_spec(redis={"url": "redis://redis:6379/0?password=hunter2"}),
+        "spec.redis.url",
+        "redis-url-no-credentials",
+    ),
+    (
+        "redis-username-in-query",
+        with_spec(redis={"url": "rediss://redis:6379/0?ssl_cert_reqs=none&Username=app"}),
+        "spec.redis.url",
+        "redis-url-no-credentials",
+    ),
+    (
         "redis-password-inline",
         with_spec(redis={"url": "redis://:hunter2@r:6379/0"}),
         "spec.redis.url",

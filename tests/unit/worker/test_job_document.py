@@ -50,7 +50,7 @@ def test_oversized_payload_is_rejected_with_a_pointer_to_chunking() -> None:
         (b"[1, 2]", "not a JSON object"),
         (b'{"handler": "noop", "queue": "q"}', "lacks string field(s): id"),
         (b'{"id": "1", "handler": "noop", "queue": "q", "args": {}}', "args must be a JSON array"),
-        (b'{"id": "1", "handler": "noop", "queue": "q", "max_tries": "many"}', "wrong type"),
+        (b'{"id": "1", "handler": "noop", "queue": "q", "max_tries": "many"}', "max_tries must be a whole number"),
     ],
 )
 def test_malformed_payloads_are_named(payload: bytes, reason: str) -> None:

@@ -23,13 +23,16 @@ def _reachable(url: str) -> bool:
 def cmd_up(args: argparse.Namespace) -> int:
     from fairway.local.embedded import EmbeddedRedis, EmbeddedRedisError
     from fairway.local.up import Up
+    from fairway.queue.connection import redacted
 
     supervisors = [(s.report.name, s.report.spec) for s in valid_supervisors("up", args.file) if s.report.spec]
     url = args.redis or next((s.redis.url for _, s in supervisors if s.redis.url), None)
     with contextlib.ExitStack() as stack:
         if url is None or (not _reachable(url) and args.embedded_redis is not False):
             if url is not None:
-                print(f"fairway up: {url} is not reachable; starting a private Redis instead", file=sys.stderr)
+                print(
+                    f"fairway up: {redacted(url)} is not reachable; starting a private Redis instead", file=sys.stderr
+                )
             try:
                 url = stack.enter_context(EmbeddedRedis()).url
             except EmbeddedRedisError as exc:
@@ -37,7 +40,7 @@ def cmd_up(args: argparse.Namespace) -> int:
                 return UNUSABLE
             print(f"fairway up: started a private redis-server at {url} (it goes away when this stops)")
         elif not _reachable(url):
-            print(f"fairway up: {url} is not reachable (and --no-embedded-redis was given)", file=sys.stderr)
+            print(f"fairway up: {redacted(url)} is not reachable (and --no-embedded-redis was given)", file=sys.stderr)
             return UNUSABLE
         up = Up(supervisors, url, log_dir=Path(args.logs) if args.logs else None, quiet=args.quiet)
         return up.run()

@@ -7,15 +7,18 @@ the names users and scripts already type, settings carry their unit.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from typing import Any
 
-from fairway.cli.common import UNUSABLE, Verbs
+from fairway.cli.common import OK, UNUSABLE, Verbs
 from fairway.cli.queue_verbs import split_queues
+from fairway.queue.settings import REDIS_URL_ENV
 from fairway.resource.manifests import ManifestError
-
-REDIS_URL_ENV = "FAIRWAY_REDIS_URL"
 
 # argparse dest -> WorkerSettings field, for the flags that map one to one
 FLAG_TO_SETTING: dict[str, str] = {
@@ -83,7 +86,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     import logging
 
     import fairway.builtins  # noqa: F401  (registers noop, sleep, fail)
-    from fairway.queue.connection import connect
+    from fairway.queue.connection import connect_patiently
     from fairway.queue.fetch import fetcher_for
     from fairway.queue.handlers import load_modules, registry
     from fairway.queue.worker import Worker
@@ -95,8 +98,28 @@ def cmd_worker(args: argparse.Namespace) -> int:
         return UNUSABLE
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     load_modules(settings.handlers)
-    client = connect(settings.redis_url, settings.cluster, socket_timeout_s=settings.block_for_s + 10)
+    with stop_on_signals() as stop:
+        client = connect_patiently(
+            settings.redis_url, settings.cluster, stop, socket_timeout_s=settings.block_for_s + 10
+        )
+    if client is None:
+        return OK  # stopped while waiting for Redis: nothing was taken, nothing is lost
     return Worker(settings, fetcher_for(client, settings), registry).run()
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[threading.Event]:
+    """SIGTERM/SIGINT set the event (and are put back afterwards): a wait that can be stopped cleanly."""
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield stop
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def register(verbs: Verbs) -> None:

@@ -56,7 +56,7 @@ def _run(url: str, fair: bool, logs: Path) -> list[dict[str, Any]]:
             json.loads(line)
             for log in logs.glob("*.log")
             for line in log.read_text().splitlines()
-            if line.startswith("{")
+            if line.startswith('{"event": "job.finished"')
         ]
 
     deadline = time.monotonic() + 60

@@ -27,11 +27,18 @@ from fairway.plan.load import rebalanced
 from fairway.plan.pools import Pool, initial_replicas, pools
 from fairway.plan.worker_config import worker_settings
 from fairway.queue.admin import Admin
-from fairway.queue.connection import CONNECTION_ERRORS, connect
+from fairway.queue.connection import CONNECTION_ERRORS, connect, redacted
 from fairway.queue.inspector import Inspector
+from fairway.queue.settings import REDIS_URL_ENV
 from fairway.resource.spec import QueueSupervisorSpec
 
 RESTART_DELAY_S = 1.0
+
+
+def _write_private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
 
 
 @dataclass
@@ -91,9 +98,12 @@ class Up:
             for pool in pools(spec):
                 slug = f"{name}-{pool.name.lstrip('@')}".replace(":", "_")
                 config_path = self.log_dir / f"{slug}.yaml"
-                config = {**worker_settings(spec, pool).to_config(), "redis_url": redis_url}
-                config_path.write_text(yaml.safe_dump(config, sort_keys=True))
-                log = (self.log_dir / f"{slug}.log").open("ab")
+                # The URL (it may hold a password) reaches workers through their environment, as on
+                # Kubernetes, never through a file; files are the user's alone (0600).
+                _write_private(config_path, yaml.safe_dump(worker_settings(spec, pool).to_config(), sort_keys=True))
+                log = os.fdopen(
+                    os.open(self.log_dir / f"{slug}.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab"
+                )
                 local_pools.append(LocalPool(name, pool, config_path, log, replicas[pool.name]))
             self.supervisors.append(LocalSupervisor(name, spec, Inspector(client), local_pools))
 
@@ -128,7 +138,8 @@ class Up:
 
     def _spawn(self, pool: LocalPool) -> None:
         cmd = [sys.executable, "-m", "fairway.cli", "worker", "--config", str(pool.config_path)]
-        proc = subprocess.Popen(cmd, stdout=pool.log, stderr=pool.log, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", REDIS_URL_ENV: self.redis_url}
+        proc = subprocess.Popen(cmd, stdout=pool.log, stderr=pool.log, env=env)
         pool.processes.append(Process(proc, time.monotonic()))
 
     def _supervise(self) -> None:
@@ -203,7 +214,7 @@ class Up:
             for pool in sup.pools:
                 for queue in pool.pool.queues:
                     processes[queue] += len(pool.processes)
-            lines.append(f"supervisor {sup.name} (balance {spec.balance}) on {self.redis_url}")
+            lines.append(f"supervisor {sup.name} (balance {spec.balance}) on {redacted(self.redis_url)}")
             lines.append(f"  {'QUEUE':<20} {'DEPTH':>7} {'RESERVED':>8} {'PROCS':>5} {'PAUSED':>6} {'OLDEST':>8}")
             try:
                 for s in sup.inspector.stats(spec.queues) if spec.queues else []:

@@ -62,8 +62,9 @@ _NO_GROUP_ARGV: list[Any] = ["", 0, 0, 0, "0"]
 class Reservation:
     queue: str  # the served name: a queue, or the tenant group's '@<queuePrefix>'
     payload: bytes  # the job document
-    attempts: int  # attempts started, this one included
+    attempts: int  # attempts started, this one included (a lost attempt is given back)
     tenant: str | None = None
+    lost: int = 0  # times it was running when its worker vanished (its reservation expired)
 
     @property
     def member(self) -> bytes:
@@ -79,8 +80,10 @@ def _active(active: str | None) -> list[str]:
 # -- producing ---------------------------------------------------------------------------------------
 
 
-def enqueue(k: QueueKeys, active: str | None, document: bytes, delay_ms: int) -> ScriptCall:
-    return ScriptCall("enqueue", [k.ready, k.notify, k.delayed, *_active(active)], [document, delay_ms, k.queue])
+def enqueue(k: QueueKeys, globals_: GlobalKeys | None, document: bytes, delay_ms: int) -> ScriptCall:
+    """`globals_` on a standalone Redis only: the active set and the queue registry, in the same step."""
+    registry = [globals_.active, globals_.queues] if globals_ is not None else []
+    return ScriptCall("enqueue", [k.ready, k.notify, k.delayed, *registry], [document, delay_ms, k.queue])
 
 
 def enqueue_tenant(
@@ -119,6 +122,15 @@ def reserve(
             *(group.argv() if group else _NO_GROUP_ARGV),
         ],
     )
+
+
+def register(globals_: GlobalKeys, served: tuple[str, str], weights: dict[str, int], ttl_s: int) -> ScriptCall:
+    pairs = [item for name, weight in weights.items() for item in (name, weight)]
+    return ScriptCall("register", [*served, globals_.queues], [ttl_s, *pairs])
+
+
+def extend(reserved: str, member: bytes, ms_from_now: int) -> ScriptCall:
+    return ScriptCall("extend", [reserved], [member, ms_from_now])
 
 
 def reserve_one(k: QueueKeys, retry_after_ms: int) -> ScriptCall:
@@ -173,7 +185,7 @@ def fail_tenant(group: TenantGroup, member: bytes, job_id: str, record: str, wai
 
 def maintain(k: QueueKeys, active: str | None) -> ScriptCall:
     return ScriptCall(
-        "maintain", [k.ready, k.reserved, k.delayed, k.notify, *_active(active)], [MAINTAIN_BATCH, k.queue]
+        "maintain", [k.ready, k.reserved, k.delayed, k.notify, k.attempts, *_active(active)], [MAINTAIN_BATCH, k.queue]
     )
 
 

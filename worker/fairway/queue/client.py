@@ -13,7 +13,7 @@ from fairway.resource.names import DEFAULT_TENANT_PREFIX, QUEUE_NAME, QUEUE_NAME
 
 
 def check_queue(queue: str) -> str:
-    if not isinstance(queue, str) or not QUEUE_NAME.match(queue):
+    if not isinstance(queue, str) or not QUEUE_NAME.fullmatch(queue):
         raise JobError(f"queue {queue!r} is invalid: {QUEUE_NAME_RULE}")
     return queue
 

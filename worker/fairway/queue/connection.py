@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import logging
+import re
+import threading
+import time
 from typing import Any
 
 import redis
 from redis.cluster import RedisCluster
 
+log = logging.getLogger("fairway.worker")
 RedisClient = redis.Redis | RedisCluster
 CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
     redis.ConnectionError,
@@ -16,6 +21,16 @@ CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
     redis.exceptions.TryAgainError,
     ConnectionResetError,
 )
+
+
+_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:@/]*)(?::[^@/]*)?@")
+_QUERY_SECRET = re.compile(r"(?i)([?&]password=)[^&]*")
+
+
+def redacted(url: str) -> str:
+    """The URL as it may be printed or logged: any password (in user:password@ or ?password=) masked."""
+    masked = _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}{':***' if m['user'] or ':' in m[0] else ''}@", url)
+    return _QUERY_SECRET.sub(r"\1***", masked)
 
 
 def connect(url: str, cluster: bool | None = None, *, socket_timeout_s: float = 10.0) -> RedisClient:
@@ -29,11 +44,39 @@ def connect(url: str, cluster: bool | None = None, *, socket_timeout_s: float = 
         probe = redis.Redis.from_url(url, **options)
         try:
             cluster = bool(probe.info("cluster").get("cluster_enabled"))
+        except redis.exceptions.NoPermissionError:
+            # An ACL user without INFO (@dangerous) cannot be asked; a cluster says so with --cluster.
+            log.info("this Redis user may not run INFO; assuming a standalone Redis (pass --cluster for a cluster)")
+            cluster = False
         finally:
             probe.close()
     if cluster:
         return RedisCluster.from_url(url, **options)
     return redis.Redis.from_url(url, **options)
+
+
+def connect_patiently(
+    url: str, cluster: bool | None, stop: threading.Event, *, socket_timeout_s: float = 10.0
+) -> RedisClient | None:
+    """`connect`, waiting out an outage with backoff (logged once) until Redis answers; None if `stop`
+    was set first. A worker that starts before its Redis must wait, not crash."""
+    backoff, waiting_since = 0.1, None
+    while not stop.is_set():
+        try:
+            client = connect(url, cluster, socket_timeout_s=socket_timeout_s)
+            if not is_cluster(client):  # a cluster client has already talked to its nodes
+                client.ping()
+        except CONNECTION_ERRORS as exc:
+            if waiting_since is None:
+                waiting_since = time.monotonic()
+                log.error("Redis at %s is unreachable (%s); waiting for it, with backoff", redacted(url), exc)
+            stop.wait(backoff)
+            backoff = min(backoff * 2, 1.0)
+            continue
+        if waiting_since is not None:
+            log.warning("Redis is reachable after %.1f s", time.monotonic() - waiting_since)
+        return client
+    return None
 
 
 def is_cluster(client: RedisClient) -> bool:

@@ -36,9 +36,9 @@ def run_handler(
     watchdog exits the process if it ignores that for `kill_grace_s` more."""
     watchdog.deadline = watchdog.clock() + timeout_s + kill_grace_s
     alarm = threading.current_thread() is threading.main_thread()
-    if alarm:
-        signal.setitimer(signal.ITIMER_REAL, timeout_s)
     try:
+        if alarm:
+            signal.setitimer(signal.ITIMER_REAL, timeout_s)
         result = func(*job.args, **job.kwargs)
         if inspect.iscoroutine(result):
             asyncio.run(result)

@@ -66,6 +66,11 @@ class Fetcher(ABC):
         """Idle until work may have arrived: at most `block_for_s`, waking for housekeeping."""
         time.sleep(POLL_S)
 
+    def extend(self, reservation: Reservation, ms_from_now: int) -> bool:
+        """Keep a job reserved for `ms_from_now` more; False when its reservation had already expired."""
+        reserved = self.group.keys.reserved if self.group and reservation.tenant else self._keys(reservation).reserved
+        return bool(self.scripts.run(calls.extend(reserved, reservation.member, ms_from_now)))
+
     def abandon_wait(self) -> None:
         """A signal cut a blocking read short: the connection may hold half a reply, so drop it."""
         self.client.close()
@@ -153,16 +158,10 @@ class StandaloneFetcher(Fetcher):
         self._registered = False
 
     def refresh(self) -> None:
-        """The served set and its weights, for reserve.lua: written together, expiring together."""
-        super().refresh()
-        served_set, served_weights = self.served_keys
-        with self.client.pipeline(transaction=True) as pipe:
-            pipe.delete(served_set, served_weights)
-            pipe.sadd(served_set, *self.served)
-            pipe.hset(served_weights, mapping=dict(zip(self.served, self.ranks, strict=True)))
-            pipe.expire(served_set, SERVED_SET_TTL_S)
-            pipe.expire(served_weights, SERVED_SET_TTL_S)
-            pipe.execute()
+        """The served set and its weights, for reserve.lua (written together, expiring together), and
+        the queue registry: one script, which runs even when Redis is out of memory."""
+        weights = dict(zip(self.served, self.ranks, strict=True))
+        self.scripts.run(calls.register(self.globals, self.served_keys, weights, SERVED_SET_TTL_S))
         self._registered = True
 
     def forget_registration(self) -> None:
@@ -185,8 +184,8 @@ class StandaloneFetcher(Fetcher):
         result = self.scripts.run_hot(call)
         if not result:
             return None
-        name, payload, attempts, tenant = result
-        return Reservation(name.decode(), payload, int(attempts), tenant.decode() if tenant else None)
+        name, payload, attempts, tenant, lost = result
+        return Reservation(name.decode(), payload, int(attempts), tenant.decode() if tenant else None, int(lost))
 
     def wait_for_work(self, block_for_s: float, until_maintenance_s: float) -> None:
         if block_for_s == 0:
@@ -210,13 +209,13 @@ class ClusterFetcher(Fetcher):
             if self.group is not None and name == self.group.name:
                 result = self.scripts.run(calls.reserve_tenant(self.group, u, self.retry_after_ms))
                 if result:
-                    tenant, payload, attempts = result
-                    return Reservation(name, payload, int(attempts), tenant.decode())
+                    tenant, payload, attempts, lost = result
+                    return Reservation(name, payload, int(attempts), tenant.decode(), int(lost))
                 continue
             result = self.scripts.run(calls.reserve_one(QueueKeys(self.prefix, name), self.retry_after_ms))
             if result:
-                payload, attempts = result
-                return Reservation(name, payload, int(attempts))
+                payload, attempts, lost = result
+                return Reservation(name, payload, int(attempts), None, int(lost))
         return None
 
 

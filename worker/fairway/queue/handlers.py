@@ -26,7 +26,7 @@ class Registry:
         self._handlers: dict[str, Handler] = {}
 
     def register(self, name: str, func: Handler) -> None:
-        if not HANDLER_PATTERN.match(name):
+        if not HANDLER_PATTERN.fullmatch(name):
             raise ValueError(f"handler name {name!r} must match {HANDLER_PATTERN.pattern}")
         existing = self._handlers.get(name)
         if existing is not None and existing is not func:

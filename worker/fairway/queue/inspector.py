@@ -10,6 +10,7 @@ from typing import Any
 
 from fairway.queue.connection import RedisClient
 from fairway.queue.figures import QueueStats, TenantFigures, add_minute
+from fairway.queue.job import JobError, decode
 from fairway.queue.keys import DEFAULT_PREFIX, GlobalKeys, QueueKeys, TenantGroupKeys, family_keys
 
 TENANTS_FORGOTTEN_AFTER_MS = 3_600_000  # a tenant quiet for an hour leaves the tenant list
@@ -105,12 +106,12 @@ class Inspector:
 
 
 def _age_s(head: bytes | None, now: int) -> float | None:
-    """Age of the oldest ready job from its document's timestamps; None when empty or unreadable."""
+    """Age of the oldest ready job from its document's timestamps; None when empty or not a job
+    (decoding is total and bounded, so a poison document at the head cannot break a read)."""
     if head is None:
         return None
     try:
-        doc = json.loads(head)
-        since = doc.get("available_at") or doc.get("enqueued_at")
-        return max(0.0, (now - int(since)) / 1000) if since else None
-    except (ValueError, TypeError, AttributeError):
+        since = decode(head).ready_since_ms
+    except JobError:
         return None
+    return max(0.0, (now - since) / 1000) if since else None

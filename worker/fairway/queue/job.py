@@ -3,24 +3,41 @@
 The document travels as the exact bytes the producer wrote: the reserved set uses it as its member
 and its SHA-1 keys the attempt counter, so nothing (worker, script) ever re-encodes it. Attempts are
 counted in Redis, not in the document. See docs/protocol.md.
+
+Any producer in any language can write any bytes, so `decode` is total: whatever it is given, it
+returns a Job or raises JobError (the worker settles that job as `MalformedJob`, once, and moves on).
+Size and nesting depth are bounded before anything else looks at the document; numbers must be
+finite and in range, so no field of a document can crash the code that uses it.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-MAX_PAYLOAD_BYTES = 512 * 1024
-TENANT_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-HANDLER_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:]{0,199}$")
+MAX_PAYLOAD_BYTES = 512 * 1024  # the producer's default limit; bigger work is chunked at dispatch
+MAX_DOCUMENT_BYTES = 4 * 1024 * 1024  # the most a worker decodes, whatever a producer's limit was
+MAX_DEPTH = 64  # nesting of arrays and objects in a document, args and kwargs included
+MAX_TIMEOUT_S = 7 * 86_400  # a job's own timeout: positive, finite, at most a week
+MAX_DELAY_S = 366 * 86_400  # how far ahead a job may be scheduled
+MAX_TRIES = 1000
+MAX_ID_LENGTH = 256
+TENANT_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+HANDLER_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_.:]{0,199}")
+MS_RANGE = (0, 2**53)  # timestamps in ms: non-negative and exact in any language's double
 
 
 class JobError(ValueError):
     """A job that cannot be enqueued or decoded; the message says which field and how to fix it."""
+
+    def __init__(self, message: str, job_id: str | None = None) -> None:
+        super().__init__(message)
+        self.job_id = job_id  # the document's id, when it had a readable one
 
 
 class PayloadTooLarge(JobError):
@@ -56,14 +73,16 @@ class Job:
             if value is not None:
                 document[name] = value
         try:
-            payload = json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
-        except (TypeError, ValueError) as exc:
-            raise JobError(f"args/kwargs must be JSON-serialisable: {exc}") from exc
+            payload = json.dumps(document, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise JobError(f"args/kwargs must be JSON-serialisable (no NaN or Infinity, no objects): {exc}") from None
         if len(payload) > limit:
             raise PayloadTooLarge(
                 f"job payload is {len(payload)} bytes, over the {limit}-byte limit; split the work into "
                 "smaller jobs with Client.enqueue_chunked(handler, rows, chunk_size=...)"
             )
+        if _depth(document) > MAX_DEPTH:
+            raise JobError(f"args/kwargs are nested deeper than {MAX_DEPTH - 2} levels; flatten them")
         return payload
 
     @property
@@ -83,10 +102,12 @@ def new_job(
     timeout: float | None = None,
     now_ms: int | None = None,
 ) -> Job:
-    if not HANDLER_PATTERN.match(handler):
+    """A new job, every option checked here, where the producer can still be told what to fix."""
+    if not isinstance(handler, str) or not HANDLER_PATTERN.fullmatch(handler):
         raise JobError(f"handler {handler!r} is not a handler name (letters, digits, _ . :)")
     if tenant is not None:
         check_tenant_id(tenant)
+    delay_ms = check_delay_ms(delay_s)
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     return Job(
         id=uuid.uuid4().hex,
@@ -95,15 +116,15 @@ def new_job(
         args=list(args),
         kwargs=dict(kwargs),
         tenant=tenant,
-        max_tries=max_tries,
-        timeout=timeout,
+        max_tries=check_tries(max_tries) if max_tries is not None else None,
+        timeout=check_timeout(timeout) if timeout is not None else None,
         enqueued_at=now,
-        available_at=now + int(delay_s * 1000) if delay_s else None,
+        available_at=now + delay_ms if delay_ms else None,
     )
 
 
 def check_tenant_id(tenant: str) -> str:
-    if not isinstance(tenant, str) or not TENANT_ID_PATTERN.match(tenant):
+    if not isinstance(tenant, str) or not TENANT_ID_PATTERN.fullmatch(tenant):
         raise JobError(
             f"tenant id {tenant!r} is invalid: use 1-64 letters, digits, '_', '.' or '-', starting with a "
             "letter or digit (no braces, colons, spaces or wildcards)"
@@ -111,33 +132,112 @@ def check_tenant_id(tenant: str) -> str:
     return tenant
 
 
+def check_delay_ms(delay_s: float | None) -> int:
+    """A delay in seconds as whole ms: finite, not negative, at most MAX_DELAY_S."""
+    if delay_s is None:
+        return 0
+    if isinstance(delay_s, bool) or not isinstance(delay_s, int | float) or not math.isfinite(delay_s):
+        raise JobError(f"delay {delay_s!r} is not a number of seconds; pass e.g. delay=30")
+    if not 0 <= delay_s <= MAX_DELAY_S:
+        raise JobError(f"delay {delay_s!r} s is out of range: give 0 to {MAX_DELAY_S} seconds")
+    return int(delay_s * 1000)
+
+
+def check_timeout(timeout: float) -> float:
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not math.isfinite(timeout):
+        raise JobError(f"timeout {timeout!r} is not a number of seconds; pass e.g. timeout=120")
+    if not 0 < timeout <= MAX_TIMEOUT_S:
+        raise JobError(f"timeout {timeout!r} s is out of range: give more than 0 and at most {MAX_TIMEOUT_S}")
+    return float(timeout)
+
+
+def check_tries(tries: int) -> int:
+    if isinstance(tries, bool) or not isinstance(tries, int) or not 1 <= tries <= MAX_TRIES:
+        raise JobError(f"max_tries {tries!r} is out of range: give a whole number from 1 to {MAX_TRIES}")
+    return tries
+
+
+class _Constant(str):
+    """NaN, Infinity or -Infinity where a document had one: kept as a marker so the id stays readable."""
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of parsed JSON, without recursion (so any depth is measured safely)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, _Constant):
+            raise JobError(f"payload is not JSON: {node} is not allowed (NaN and Infinity are not JSON)")
+        if isinstance(node, dict | list):
+            deepest = max(deepest, level)
+            if level > MAX_DEPTH:
+                return level
+            stack.extend((child, level + 1) for child in (node.values() if isinstance(node, dict) else node))
+    return deepest
+
+
 def decode(payload: bytes) -> Job:
-    """Parse a document taken from Redis; JobError (moved to the failed store) when it is malformed."""
+    """Parse a document taken from Redis; JobError for anything that is not a well-formed job."""
+    if len(payload) > MAX_DOCUMENT_BYTES:
+        raise JobError(f"payload is {len(payload)} bytes, over the {MAX_DOCUMENT_BYTES}-byte limit a worker reads")
     try:
-        doc = json.loads(payload)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise JobError(f"payload is not JSON: {exc}") from exc
+        doc = json.loads(payload, parse_constant=_Constant)
+    except RecursionError:
+        raise JobError(f"payload is nested deeper than {MAX_DEPTH} levels") from None
+    except (UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError is a ValueError
+        raise JobError(f"payload is not JSON: {exc}") from None
     if not isinstance(doc, dict):
         raise JobError("payload is not a JSON object")
+    raw_id = doc.get("id")
+    job_id = raw_id if isinstance(raw_id, str) and 0 < len(raw_id) <= MAX_ID_LENGTH else None
+    try:
+        return _job(doc, job_id)
+    except JobError as exc:
+        exc.job_id = job_id
+        raise
+
+
+def _job(doc: dict[str, Any], job_id: str | None) -> Job:
+    if _depth(doc) > MAX_DEPTH:
+        raise JobError(f"payload is nested deeper than {MAX_DEPTH} levels")
     missing = [name for name in ("id", "handler", "queue") if not isinstance(doc.get(name), str)]
     if missing:
         raise JobError(f"payload lacks string field(s): {', '.join(missing)}")
+    if job_id is None:
+        raise JobError(f"payload id must be a string of 1 to {MAX_ID_LENGTH} characters")
     args, kwargs = doc.get("args", []), doc.get("kwargs", {})
     if not isinstance(args, list) or not isinstance(kwargs, dict):
         raise JobError("payload args must be a JSON array and kwargs a JSON object")
+    tenant = doc.get("tenant")
+    if tenant is not None and not (isinstance(tenant, str) and TENANT_ID_PATTERN.fullmatch(tenant)):
+        raise JobError("payload tenant must be a tenant id (1-64 letters, digits, _ . -)")
     try:
         return Job(
-            id=doc["id"],
+            id=job_id,
             handler=doc["handler"],
             queue=doc["queue"],
             args=args,
             kwargs=kwargs,
-            tenant=doc.get("tenant"),
-            attempts=int(doc.get("attempts", 0)),
-            max_tries=int(doc["max_tries"]) if doc.get("max_tries") is not None else None,
-            timeout=float(doc["timeout"]) if doc.get("timeout") is not None else None,
-            enqueued_at=int(doc.get("enqueued_at", 0)),
-            available_at=int(doc["available_at"]) if doc.get("available_at") is not None else None,
+            tenant=tenant,
+            attempts=_whole(doc, "attempts", 0, (0, 2**31)),
+            max_tries=_whole(doc, "max_tries", None, (1, MAX_TRIES)),
+            timeout=check_timeout(doc["timeout"]) if doc.get("timeout") is not None else None,
+            enqueued_at=_whole(doc, "enqueued_at", 0, MS_RANGE),
+            available_at=_whole(doc, "available_at", None, MS_RANGE),
         )
-    except (TypeError, ValueError) as exc:
-        raise JobError(f"payload has a field of the wrong type: {exc}") from exc
+    except JobError as exc:
+        raise JobError(f"payload field {exc}") from None
+
+
+def _whole(doc: dict[str, Any], name: str, default: Any, bounds: tuple[int, int]) -> Any:
+    """A whole number field (a float that is whole is accepted: some languages only have doubles)."""
+    value = doc.get(name, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise JobError(f"{name} must be a whole number, not {type(value).__name__}")
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        raise JobError(f"{name} must be a whole number, not {value!r}")
+    if not bounds[0] <= value <= bounds[1]:
+        raise JobError(f"{name} {value!r} is out of range")
+    return int(value)

@@ -66,5 +66,23 @@ class JobLog:
                 f"wait={f.wait_ms}ms run={f.run_ms:.1f}ms{tail}\n"
             )
 
+    def malformed(self, served_name: str, tenant: str | None, job_id: str, attempt: int, reason: str) -> None:
+        """A document that is not a job: it went to the failed store as MalformedJob."""
+        if self.fmt == "none":
+            return
+        if self.fmt == "json":
+            line = {
+                "event": "job.malformed",
+                "id": job_id,
+                "queue": served_name,
+                "tenant": tenant,
+                "attempt": attempt,
+                "outcome": "failed",
+                "error": f"MalformedJob: {reason}",
+            }
+            self.out.write(json.dumps(line) + "\n")
+        else:
+            self.out.write(f"failed {served_name} - {job_id} attempt={attempt} error='MalformedJob: {reason}'\n")
+
     def flush(self) -> None:
         self.out.flush()

@@ -26,21 +26,29 @@ class Producer:
         return None if self.cluster else self.globals.active
 
     def enqueue(self, queue: str, payload: bytes, delay_ms: int = 0) -> None:
-        self.scripts.run(calls.enqueue(QueueKeys(self.prefix, queue), self.active, payload, delay_ms))
-        self.remember([queue])
+        """One atomic step on a standalone Redis (the queue is registered in the same script): an error
+        means nothing was written. On a cluster the registry lives in another slot, so it is written
+        first: an error can leave the queue listed, never a job half-written."""
+        if self.cluster:
+            self.remember([queue])
+        standalone = None if self.cluster else self.globals
+        self.scripts.run(calls.enqueue(QueueKeys(self.prefix, queue), standalone, payload, delay_ms))
 
     def enqueue_many(self, queue: str, payloads: Sequence[bytes]) -> None:
-        """Bulk enqueue: one pipelined transaction per batch, all-or-nothing per batch."""
+        """Bulk enqueue: one transaction per batch (the registry in it on a standalone Redis), all or
+        nothing per batch."""
         k = QueueKeys(self.prefix, queue)
+        if self.cluster and payloads:
+            self.remember([queue])
         for start in range(0, len(payloads), BATCH):
             part = payloads[start : start + BATCH]
             with self.client.pipeline(transaction=not self.cluster) as pipe:
                 pipe.rpush(k.ready, *part)
                 pipe.rpush(k.notify, *([b"1"] * len(part)))
-                if self.active is not None:
-                    pipe.sadd(self.active, queue)
+                if not self.cluster:
+                    pipe.sadd(self.globals.active, queue)
+                    pipe.sadd(self.globals.queues, queue)
                 pipe.execute()
-        self.remember([queue])
 
     def enqueue_tenant(self, queue_prefix: str, tenant: str, payloads: Sequence[bytes], delay_ms: int = 0) -> None:
         """Tenant jobs: onto the tenant's list, the tenant onto the ring if it was idle; one call per batch."""

@@ -21,6 +21,8 @@ from fairway.queue.keys import lua_prelude
 PRODUCER_SCRIPTS = ("enqueue", "enqueue_tenant")  # what other languages call: committed complete, in complete/
 NAMES = (
     "enqueue",
+    "register",
+    "extend",
     "reserve",
     "reserve_one",
     "ack",

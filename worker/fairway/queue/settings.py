@@ -19,6 +19,8 @@ from fairway.queue.keys import DEFAULT_PREFIX, served_name_of_group
 from fairway.resource.names import QUEUE_NAME, QUEUE_NAME_RULE
 from fairway.resource.spec import TenantsSpec, after_timeout, spec_default
 
+REDIS_URL_ENV = "FAIRWAY_REDIS_URL"  # where a worker finds its URL when no flag gives one (pods, `fairway up`)
+
 
 class WorkerSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -51,6 +53,13 @@ class WorkerSettings(BaseModel):
     retry_after_s: float | None = Field(
         default=None, gt=0, description="Reservation length; default timeout + 30 s so only crashes expire."
     )
+    lost_limit: int = Field(
+        default=3,
+        ge=1,
+        description="Times a job may be lost with its worker (kill -9, OOM kill, node loss, a Redis stall "
+        "past its reservation) and run again without spending a try; the next time it is failed as a "
+        "poison pill (Sidekiq Pro's rule), since it probably kills whatever runs it.",
+    )
     kill_grace_s: float = Field(
         default=10,
         ge=0,
@@ -75,7 +84,7 @@ class WorkerSettings(BaseModel):
     @field_validator("queues", "paused")
     @classmethod
     def _queue_names(cls, value: list[str]) -> list[str]:
-        bad = [q for q in value if not QUEUE_NAME.match(q)]
+        bad = [q for q in value if not QUEUE_NAME.fullmatch(q)]
         if bad:
             raise ValueError(f"invalid queue name(s) {bad}: {QUEUE_NAME_RULE}")
         if len(set(value)) != len(value):

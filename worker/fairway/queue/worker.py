@@ -15,12 +15,13 @@ import contextlib
 import functools
 import hashlib
 import logging
-import os
 import sys
 import time
 from collections.abc import Callable
 from enum import StrEnum
 from typing import Any, TextIO
+
+import redis
 
 from fairway.queue.calls import NO_WAIT_BUCKET, Reservation
 from fairway.queue.connection import CONNECTION_ERRORS
@@ -30,11 +31,12 @@ from fairway.queue.figures import wait_bucket
 from fairway.queue.handlers import Registry, UnknownHandler
 from fairway.queue.job import Job, JobError, decode
 from fairway.queue.joblog import Finished, JobLog
-from fairway.queue.lifecycle import Interrupted, StopSignals, Watchdog
+from fairway.queue.lifecycle import Interrupted, RssProbe, StopSignals, Watchdog
 from fairway.queue.settings import WorkerSettings
 
 log = logging.getLogger("fairway.worker")
-OUTAGE_BACKOFF_MAX_S = 5.0
+OUTAGE_BACKOFF_MAX_S = 1.0  # short: a worker is back within about a second of Redis
+RESERVATION_MARGIN_S = 1  # a reservation outlives its job's timeout and kill grace by at least this
 
 
 class Tick(StrEnum):
@@ -45,16 +47,6 @@ class Tick(StrEnum):
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def _rss_mib() -> float:
-    try:
-        with open("/proc/self/statm") as statm:
-            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-    except OSError:
-        import resource
-
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 class Worker:
@@ -75,12 +67,14 @@ class Worker:
         self.signals = StopSignals()
         self._running: Job | None = None
         self.watchdog = Watchdog(clock, self._describe_running)
+        self.rss = RssProbe()
         self._pending_ack: Reservation | None = None
         self._pending_bucket = NO_WAIT_BUCKET
         self._runtimes: dict[str, tuple[float, int]] = {}
         self._jobs_done = 0
         self._started = clock()
         self._next_maintenance = 0.0
+        self._out_of_memory_since: float | None = None
 
     @property
     def exit_reason(self) -> str:
@@ -134,6 +128,7 @@ class Worker:
             except Exception as exc:  # the job stays reserved and is handed out again after retry_after
                 log.error("could not acknowledge the last job on shutdown: %s", exc)
         self.watchdog.stop()
+        self.rss.close()
         with contextlib.suppress(Exception):
             self.joblog.flush()
         log.info("worker stopped after %d jobs (%s)", self._jobs_done, self.exit_reason or "stopped")
@@ -175,16 +170,36 @@ class Worker:
         return Tick.WORKED
 
     def _maintain(self) -> None:
-        self.fetcher.refresh()
+        self._unless_out_of_memory(self.fetcher.refresh)
         self.fetcher.maintain()
         if self._runtimes:
             runtimes, self._runtimes = self._runtimes, {}
-            self.fetcher.record_runtimes(runtimes, _now_ms())
+            self._unless_out_of_memory(lambda: self.fetcher.record_runtimes(runtimes, _now_ms()))
         self._next_maintenance = self.clock() + self.settings.maintenance_interval_s
-        if self.settings.memory_mib and _rss_mib() > self.settings.memory_mib:
-            self.signals.reason = f"memory above {self.settings.memory_mib} MiB"
-            self.signals.stopping = True
+        self._check_memory()
         self.joblog.flush()
+
+    def _unless_out_of_memory(self, write: Callable[[], Any]) -> None:
+        """A housekeeping write that adds data is skipped while Redis is full (maxmemory, noeviction):
+        draining, which frees memory, goes on; the condition is logged once, and its end once."""
+        try:
+            write()
+        except redis.exceptions.OutOfMemoryError:
+            if self._out_of_memory_since is None:
+                self._out_of_memory_since = self.clock()
+                log.error("Redis is out of memory (maxmemory reached); draining goes on, writes that add data wait")
+            return
+        if self._out_of_memory_since is not None:
+            log.warning("Redis accepts writes again after %.1f s", self.clock() - self._out_of_memory_since)
+            self._out_of_memory_since = None
+
+    def _check_memory(self) -> None:
+        """Recycle above the memory limit: checked after every job and on the housekeeping timer, so a
+        leaking handler is caught at the job that crossed the line, not a second later."""
+        limit = self.settings.memory_mib
+        if limit and self.rss.mib() > limit:
+            self.signals.reason = f"memory above {limit} MiB"
+            self.signals.stopping = True
 
     def _reserve(self) -> Reservation | None:
         reservation = self.fetcher.reserve(self._pending_ack, self._pending_bucket)
@@ -211,15 +226,22 @@ class Worker:
         try:
             job = decode(reservation.payload)
         except JobError as exc:
-            self._fail_malformed(reservation, str(exc))
+            self._fail_malformed(reservation, exc)
             return
         max_tries = job.max_tries or self.settings.tries
-        if reservation.attempts > max_tries:
+        timeout = job.timeout or self.settings.timeout_s
+        if reservation.lost >= self.settings.lost_limit:
             attempt = Attempt(
                 Outcome.FAILED,
-                f"MaxAttemptsExceeded: attempt {reservation.attempts} of {max_tries}; an earlier attempt "
-                "never finished (the worker was killed, crashed or timed out)",
+                f"WorkerLost: the job was running when its worker vanished {reservation.lost} times (killed, "
+                "OOM-killed, its node lost, or Redis unreachable past the reservation); it is not run again, "
+                "since it may be what kills its workers. Fix the cause, then `fairway failed retry` it.",
             )
+        elif reservation.attempts > max_tries:
+            attempt = Attempt(Outcome.FAILED, f"MaxAttemptsExceeded: attempt {reservation.attempts} of {max_tries}")
+        elif not self._reserved_for(reservation, timeout):
+            log.warning("job %s was handed out again before it could start here; not running it twice", job.id)
+            return
         else:
             try:
                 func = self.registry.get(job.handler)
@@ -228,7 +250,6 @@ class Worker:
             else:
                 self._running = job
                 try:
-                    timeout = job.timeout or self.settings.timeout_s
                     attempt = run_handler(func, job, timeout, self.watchdog, self.settings.kill_grace_s)
                 finally:
                     self._running = None
@@ -240,6 +261,16 @@ class Worker:
         total, count = self._runtimes.get(reservation.queue, (0.0, 0))
         self._runtimes[reservation.queue] = (total + run_ms, count + 1)
         self.joblog.finished(Finished(job, reservation, outcome, started_ms, finished_ms, run_ms, attempt.error))
+        self._check_memory()
+
+    def _reserved_for(self, reservation: Reservation, timeout_s: float) -> bool:
+        """Make sure the reservation outlives the job: its timeout, the watchdog's grace, a margin. The
+        usual case costs nothing (retryAfter already covers it); a job with a longer timeout of its own
+        gets its reservation extended first. False if the reservation was already gone."""
+        needed_ms = int((timeout_s + self.settings.kill_grace_s + RESERVATION_MARGIN_S) * 1000)
+        if needed_ms <= self.settings.retry_after_ms:
+            return True
+        return self.fetcher.extend(reservation, needed_ms)
 
     def _settle(self, reservation: Reservation, job: Job, attempt: Attempt, max_tries: int, bucket: int) -> Outcome:
         if attempt.outcome is Outcome.OK:
@@ -252,12 +283,13 @@ class Worker:
         self.fetcher.fail(reservation, job.id, _failure_record(reservation, job.id, attempt), bucket)
         return Outcome.FAILED
 
-    def _fail_malformed(self, reservation: Reservation, reason: str) -> None:
-        job_id = hashlib.sha1(reservation.payload).hexdigest()
-        attempt = Attempt(Outcome.FAILED, f"MalformedJob: {reason}")
+    def _fail_malformed(self, reservation: Reservation, error: JobError) -> None:
+        """Settled once, under its own id when it has a readable one; the queue moves on."""
+        job_id = error.job_id or hashlib.sha1(reservation.payload).hexdigest()
+        attempt = Attempt(Outcome.FAILED, f"MalformedJob: {error}")
         self.fetcher.fail(reservation, job_id, _failure_record(reservation, job_id, attempt))
         self._jobs_done += 1
-        log.error("moved a malformed job on %s to the failed store: %s", reservation.queue, reason)
+        self.joblog.malformed(reservation.queue, reservation.tenant, job_id, reservation.attempts, str(error))
 
 
 def _failure_record(reservation: Reservation, job_id: str, attempt: Attempt) -> dict[str, Any]:

@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 
 QUEUE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,62}$"
-QUEUE_NAME = re.compile(QUEUE_NAME_PATTERN)  # for checks outside pydantic (producer, worker settings)
+# For checks outside pydantic (producer, worker settings): always with fullmatch, since `$` alone
+# lets one trailing newline through ("default\n" would strand a job on a key no worker reads).
+QUEUE_NAME = re.compile(QUEUE_NAME_PATTERN.removeprefix("^").removesuffix("$"))
 QUEUE_NAME_RULE = "start with a letter or digit, then letters, digits, _ . : - (at most 63 characters)"
 TENANT_PREFIX_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,31}$"
 MODULE_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"

@@ -51,7 +51,8 @@ def _pools(spec: Any) -> int:
     return len(spec.queues) + (1 if spec.tenants is not None else 0)
 
 
-_CREDENTIALS = re.compile(r"^[^/]*//[^/]*@")
+_CREDENTIALS = re.compile(r"^[^/]*//[^/]*@")  # user:password@ in the authority
+_QUERY_CREDENTIALS = re.compile(r"(?i)[?&](password|username|user)=")  # ?password=... (redis-py reads it)
 
 RULES: tuple[SpecRule, ...] = (
     SpecRule(
@@ -160,9 +161,15 @@ RULES: tuple[SpecRule, ...] = (
         key="redis-url-no-credentials",
         scope="spec.redis",
         field="spec.redis.url",
-        cel="!has(self.url) || !self.url.matches('^[^/]*//[^/]*@')",
-        message=("[redis.url] must not contain credentials; put the URL in a Secret and use redis.secretRef."),
-        holds=lambda r: r.url is None or not _CREDENTIALS.match(r.url),
+        cel=(
+            "!has(self.url) || (!self.url.matches('^[^/]*//[^/]*@') && "
+            "!self.url.matches('(?i)[?&](password|username|user)='))"
+        ),
+        message=(
+            "[redis.url] must not contain credentials (user:password@ or ?password=); put the URL in a Secret "
+            "and use redis.secretRef."
+        ),
+        holds=lambda r: r.url is None or not (_CREDENTIALS.match(r.url) or _QUERY_CREDENTIALS.search(r.url)),
     ),
 )
 

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- Acknowledge a finished job (cluster path and shutdown): drop its reservation and attempt counter.
 -- KEYS[1] reserved   KEYS[2] attempts
 -- ARGV[1] job document

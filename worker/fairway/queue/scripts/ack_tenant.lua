@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- Acknowledge a finished tenant job (cluster path and shutdown), recording its figures.
 -- KEYS[1] G .. 'reserved'
 -- ARGV[1] G   ARGV[2] member ('<id>\t<document>')   ARGV[3] wait bucket (-1 = unknown)

@@ -1,7 +1,10 @@
--- Enqueue one job document (the documented script any language may call).
--- KEYS[1] ready   KEYS[2] notify   KEYS[3] delayed   KEYS[4] active (optional: standalone Redis only)
+-- Enqueue one job document (the documented script any language may call). One atomic step: if it
+-- returns an error, nothing was written.
+-- KEYS[1] ready   KEYS[2] notify   KEYS[3] delayed
+-- KEYS[4] active set, KEYS[5] queue registry (both optional: standalone Redis only)
 -- ARGV[1] job document   ARGV[2] delay in ms (0 = ready now)   ARGV[3] queue name
 -- Returns 1 when the job is ready now, 0 when it was scheduled.
+if KEYS[5] then redis.call('SADD', KEYS[5], ARGV[3]) end
 local delay = tonumber(ARGV[2])
 if delay > 0 then
   redis.call('ZADD', KEYS[3], now_ms() + delay, ARGV[1])

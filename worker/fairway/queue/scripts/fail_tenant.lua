@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- Store a tenant job as failed for good, counting the failure for quarantine and the figures.
 -- KEYS[1] G .. 'reserved'
 -- ARGV[1..5] the tenant group (see read_group)   ARGV[6] member   ARGV[7] job id
@@ -9,7 +10,7 @@ local G, member = group.G, ARGV[6]
 local id = split_member(member)
 local now = now_ms()
 if redis.call('ZREM', G .. GK.reserved, member) == 1 then leave_flight(G, id) end
-redis.call('HDEL', G .. GK.attempts, redis.sha1hex(member))
+forget_counts(G .. GK.attempts, member)
 record_failure(group, id, now)
 record_figures(G, id, now, 'f', tonumber(ARGV[10]))
 store_failure(G .. GK.failed, G .. GK.failed_index, ARGV[7], ARGV[8], now, tonumber(ARGV[9]))

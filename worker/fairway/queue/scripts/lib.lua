@@ -12,11 +12,37 @@ local function queue_key(prefix, queue, part)
   return prefix .. ':{' .. queue .. '}:' .. part
 end
 
--- Acknowledge a plain job: drop its reservation and its attempt counter. 1, or 0 when the
--- reservation had already expired (the job may be running again elsewhere).
+-- A job's counters live in its family's attempts hash: sha1(member) -> attempts started, and
+-- sha1(member) .. ':lost' -> times it was running when its worker vanished (reservation expired).
+local function lost_field(sha) return sha .. ':lost' end
+
+-- Forget a job's counters (it is done, or failed for good).
+local function forget_counts(attempts, member)
+  local sha = redis.sha1hex(member)
+  redis.call('HDEL', attempts, sha, lost_field(sha))
+end
+
+-- Count one more attempt of a job being reserved; {attempts started, times lost}.
+local function count_attempt(attempts, member)
+  local sha = redis.sha1hex(member)
+  local started = redis.call('HINCRBY', attempts, sha, 1)
+  return {started, tonumber(redis.call('HGET', attempts, lost_field(sha)) or 0)}
+end
+
+-- A reservation expired: its worker vanished mid-job. The attempt is given back (losing a worker
+-- is not the job's failure) and counted as lost instead, so a job that kills every worker that
+-- runs it can still be stopped (the worker fails it past its lost limit).
+local function count_lost(attempts, member)
+  local sha = redis.sha1hex(member)
+  if redis.call('HINCRBY', attempts, sha, -1) <= 0 then redis.call('HDEL', attempts, sha) end
+  redis.call('HINCRBY', attempts, lost_field(sha), 1)
+end
+
+-- Acknowledge a plain job: drop its reservation and its counters. 1, or 0 when the reservation had
+-- already expired (the job may be running again elsewhere).
 local function ack_job(reserved, attempts, doc)
   if redis.call('ZREM', reserved, doc) == 0 then return 0 end
-  redis.call('HDEL', attempts, redis.sha1hex(doc))
+  forget_counts(attempts, doc)
   return 1
 end
 

@@ -1,5 +1,7 @@
+#!lua flags=allow-oom
 -- Housekeeping for a tenant group (timer and idle only): due delayed jobs and expired reservations go
 -- back to their tenant's list (bounded per call); a group with work is (re-)entered in the active set.
+-- An expired reservation counts as lost, not as an attempt (see lib.lua's count_lost).
 -- KEYS[1] G .. 'ring'   KEYS[2] the active set (optional: standalone only)
 -- ARGV[1] G   ARGV[2] most jobs moved per kind   ARGV[3] the group's name
 -- Returns {due moved, expired moved, active tenants}.
@@ -15,6 +17,7 @@ end
 local expired = redis.call('ZRANGEBYSCORE', G .. GK.reserved, '-inf', now, 'LIMIT', 0, limit)
 for i = 1, #expired do
   redis.call('ZREM', G .. GK.reserved, expired[i])
+  count_lost(G .. GK.attempts, expired[i])
   local id, doc = split_member(expired[i])
   leave_flight(G, id)
   push_tenant(G, id, doc, now)

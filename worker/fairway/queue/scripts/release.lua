@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- Put a failed attempt back for a retry, after a delay (backoff) or at once; attempts are kept.
 -- KEYS[1] reserved   KEYS[2] delayed   KEYS[3] ready   KEYS[4] notify   KEYS[5] active (standalone only)
 -- ARGV[1] job document   ARGV[2] delay in ms   ARGV[3] queue name

@@ -1,3 +1,4 @@
+#!lua flags=allow-oom
 -- A tenant job's attempt failed and it has tries left: count the failure (which may quarantine the
 -- tenant), then put it back after its backoff or at once. Attempts are kept.
 -- KEYS[1] G .. 'reserved'   KEYS[2] the active set (optional: standalone only)

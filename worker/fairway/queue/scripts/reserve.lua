@@ -1,4 +1,4 @@
-#!lua flags=no-cluster
+#!lua flags=no-cluster,allow-oom
 -- The standalone hot path: acknowledge the job just finished and reserve the next, in one round trip.
 -- KEYS[1] active set   KEYS[2] served-names set   KEYS[3] served weights hash (name -> weight or rank)
 -- ARGV[1] key prefix   ARGV[2] retry_after in ms   ARGV[3] u, uniform in [0, 1)   ARGV[4] '1' = strict
@@ -10,7 +10,8 @@
 -- nothing. A weighted draw among them serves what the first non-empty queue of a fresh weighted order
 -- would (see fairway/queue/scheduling.py); strict mode takes the lowest rank. The weights hash holds
 -- every served name's effective weight (written with the set, in one transaction).
--- Returns {served name, document, attempts, tenant-or-false} or false.
+-- Returns {served name, document, attempts, tenant-or-false, lost} or false. It runs when Redis is out of
+-- memory (allow-oom): taking and acknowledging jobs is what frees memory.
 -- #include tenant_lib.lua
 local prefix = ARGV[1]
 local group_name = ARGV[8]
@@ -59,7 +60,7 @@ while #candidates > 0 do
         if redis.call('LLEN', G .. GK.ring) + redis.call('LLEN', G .. GK.qring) == 0 then
           redis.call('SREM', KEYS[1], q)
         end
-        return {q, got[2], got[3], got[1]}
+        return {q, got[2], got[3], got[1], got[4]}
       end
       redis.call('SREM', KEYS[1], q)
     end
@@ -69,9 +70,9 @@ while #candidates > 0 do
       -- A queue this empties stays in the active set until a draw finds it empty (below): one call
       -- less per job, one extra only when a queue runs dry.
       redis.call('LPOP', queue_key(prefix, q, QK.notify))
-      local attempts = redis.call('HINCRBY', queue_key(prefix, q, QK.attempts), redis.sha1hex(doc), 1)
+      local counts = count_attempt(queue_key(prefix, q, QK.attempts), doc)
       redis.call('ZADD', queue_key(prefix, q, QK.reserved), deadline, doc)
-      return {q, doc, attempts, false}
+      return {q, doc, counts[1], false, counts[2]}
     end
     redis.call('SREM', KEYS[1], q)
   end

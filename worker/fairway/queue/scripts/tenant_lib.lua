@@ -79,7 +79,7 @@ end
 -- Acknowledge a finished tenant job; figures ride in the same call.
 local function ack_tenant(G, member, wait_bucket)
   if redis.call('ZREM', G .. GK.reserved, member) == 0 then return 0 end
-  redis.call('HDEL', G .. GK.attempts, redis.sha1hex(member))
+  forget_counts(G .. GK.attempts, member)
   local id = split_member(member)
   leave_flight(G, id)
   record_figures(G, id, now_ms(), 'c', wait_bucket)
@@ -89,7 +89,7 @@ end
 -- Serve the next tenant: round-robin over the ring with at most max_consecutive_jobs in a row per
 -- tenant; the slow lane is drawn with weight sample_rate * (its length) against the ring's length,
 -- so each quarantined tenant gets sample_rate times a healthy tenant's turns. O(1) in the number
--- of tenants. Returns {id, document, attempts} or false.
+-- of tenants. Returns {id, document, attempts, lost} or false.
 local function pop_tenant(group, u, deadline)
   local G = group.G
   local ring, qring, state = G .. GK.ring, G .. GK.qring, G .. GK.state
@@ -137,11 +137,11 @@ local function pop_tenant(group, u, deadline)
           redis.call('HSET', state, curf, id, nf, n)
         end
         local member = id .. '\t' .. doc
-        local attempts = redis.call('HINCRBY', G .. GK.attempts, redis.sha1hex(member), 1)
+        local counts = count_attempt(G .. GK.attempts, member)
         redis.call('ZADD', G .. GK.reserved, deadline, member)
         redis.call('HINCRBY', G .. GK.inflight, id, 1)
         redis.call('LPOP', G .. GK.notify)
-        return {id, doc, attempts}
+        return {id, doc, counts[1], counts[2]}
       end
     end
   end

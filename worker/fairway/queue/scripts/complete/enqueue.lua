@@ -17,11 +17,37 @@ local function queue_key(prefix, queue, part)
   return prefix .. ':{' .. queue .. '}:' .. part
 end
 
--- Acknowledge a plain job: drop its reservation and its attempt counter. 1, or 0 when the
--- reservation had already expired (the job may be running again elsewhere).
+-- A job's counters live in its family's attempts hash: sha1(member) -> attempts started, and
+-- sha1(member) .. ':lost' -> times it was running when its worker vanished (reservation expired).
+local function lost_field(sha) return sha .. ':lost' end
+
+-- Forget a job's counters (it is done, or failed for good).
+local function forget_counts(attempts, member)
+  local sha = redis.sha1hex(member)
+  redis.call('HDEL', attempts, sha, lost_field(sha))
+end
+
+-- Count one more attempt of a job being reserved; {attempts started, times lost}.
+local function count_attempt(attempts, member)
+  local sha = redis.sha1hex(member)
+  local started = redis.call('HINCRBY', attempts, sha, 1)
+  return {started, tonumber(redis.call('HGET', attempts, lost_field(sha)) or 0)}
+end
+
+-- A reservation expired: its worker vanished mid-job. The attempt is given back (losing a worker
+-- is not the job's failure) and counted as lost instead, so a job that kills every worker that
+-- runs it can still be stopped (the worker fails it past its lost limit).
+local function count_lost(attempts, member)
+  local sha = redis.sha1hex(member)
+  if redis.call('HINCRBY', attempts, sha, -1) <= 0 then redis.call('HDEL', attempts, sha) end
+  redis.call('HINCRBY', attempts, lost_field(sha), 1)
+end
+
+-- Acknowledge a plain job: drop its reservation and its counters. 1, or 0 when the reservation had
+-- already expired (the job may be running again elsewhere).
 local function ack_job(reserved, attempts, doc)
   if redis.call('ZREM', reserved, doc) == 0 then return 0 end
-  redis.call('HDEL', attempts, redis.sha1hex(doc))
+  forget_counts(attempts, doc)
   return 1
 end
 
@@ -37,10 +63,13 @@ local function store_failure(failed, index, id, record, now, kept)
   end
 end
 
--- Enqueue one job document (the documented script any language may call).
--- KEYS[1] ready   KEYS[2] notify   KEYS[3] delayed   KEYS[4] active (optional: standalone Redis only)
+-- Enqueue one job document (the documented script any language may call). One atomic step: if it
+-- returns an error, nothing was written.
+-- KEYS[1] ready   KEYS[2] notify   KEYS[3] delayed
+-- KEYS[4] active set, KEYS[5] queue registry (both optional: standalone Redis only)
 -- ARGV[1] job document   ARGV[2] delay in ms (0 = ready now)   ARGV[3] queue name
 -- Returns 1 when the job is ready now, 0 when it was scheduled.
+if KEYS[5] then redis.call('SADD', KEYS[5], ARGV[3]) end
 local delay = tonumber(ARGV[2])
 if delay > 0 then
   redis.call('ZADD', KEYS[3], now_ms() + delay, ARGV[1])

@@ -17,11 +17,37 @@ local function queue_key(prefix, queue, part)
   return prefix .. ':{' .. queue .. '}:' .. part
 end
 
--- Acknowledge a plain job: drop its reservation and its attempt counter. 1, or 0 when the
--- reservation had already expired (the job may be running again elsewhere).
+-- A job's counters live in its family's attempts hash: sha1(member) -> attempts started, and
+-- sha1(member) .. ':lost' -> times it was running when its worker vanished (reservation expired).
+local function lost_field(sha) return sha .. ':lost' end
+
+-- Forget a job's counters (it is done, or failed for good).
+local function forget_counts(attempts, member)
+  local sha = redis.sha1hex(member)
+  redis.call('HDEL', attempts, sha, lost_field(sha))
+end
+
+-- Count one more attempt of a job being reserved; {attempts started, times lost}.
+local function count_attempt(attempts, member)
+  local sha = redis.sha1hex(member)
+  local started = redis.call('HINCRBY', attempts, sha, 1)
+  return {started, tonumber(redis.call('HGET', attempts, lost_field(sha)) or 0)}
+end
+
+-- A reservation expired: its worker vanished mid-job. The attempt is given back (losing a worker
+-- is not the job's failure) and counted as lost instead, so a job that kills every worker that
+-- runs it can still be stopped (the worker fails it past its lost limit).
+local function count_lost(attempts, member)
+  local sha = redis.sha1hex(member)
+  if redis.call('HINCRBY', attempts, sha, -1) <= 0 then redis.call('HDEL', attempts, sha) end
+  redis.call('HINCRBY', attempts, lost_field(sha), 1)
+end
+
+-- Acknowledge a plain job: drop its reservation and its counters. 1, or 0 when the reservation had
+-- already expired (the job may be running again elsewhere).
 local function ack_job(reserved, attempts, doc)
   if redis.call('ZREM', reserved, doc) == 0 then return 0 end
-  redis.call('HDEL', attempts, redis.sha1hex(doc))
+  forget_counts(attempts, doc)
   return 1
 end
 
@@ -123,7 +149,7 @@ end
 -- Acknowledge a finished tenant job; figures ride in the same call.
 local function ack_tenant(G, member, wait_bucket)
   if redis.call('ZREM', G .. GK.reserved, member) == 0 then return 0 end
-  redis.call('HDEL', G .. GK.attempts, redis.sha1hex(member))
+  forget_counts(G .. GK.attempts, member)
   local id = split_member(member)
   leave_flight(G, id)
   record_figures(G, id, now_ms(), 'c', wait_bucket)
@@ -133,7 +159,7 @@ end
 -- Serve the next tenant: round-robin over the ring with at most max_consecutive_jobs in a row per
 -- tenant; the slow lane is drawn with weight sample_rate * (its length) against the ring's length,
 -- so each quarantined tenant gets sample_rate times a healthy tenant's turns. O(1) in the number
--- of tenants. Returns {id, document, attempts} or false.
+-- of tenants. Returns {id, document, attempts, lost} or false.
 local function pop_tenant(group, u, deadline)
   local G = group.G
   local ring, qring, state = G .. GK.ring, G .. GK.qring, G .. GK.state
@@ -181,11 +207,11 @@ local function pop_tenant(group, u, deadline)
           redis.call('HSET', state, curf, id, nf, n)
         end
         local member = id .. '\t' .. doc
-        local attempts = redis.call('HINCRBY', G .. GK.attempts, redis.sha1hex(member), 1)
+        local counts = count_attempt(G .. GK.attempts, member)
         redis.call('ZADD', G .. GK.reserved, deadline, member)
         redis.call('HINCRBY', G .. GK.inflight, id, 1)
         redis.call('LPOP', G .. GK.notify)
-        return {id, doc, attempts}
+        return {id, doc, counts[1], counts[2]}
       end
     end
   end
