@@ -156,6 +156,7 @@ def desired(
             container["resources"] = spec.worker.resources
         pod_spec: dict[str, Any] = {
             "terminationGracePeriodSeconds": spec.effective_grace_period,
+            "automountServiceAccountToken": spec.worker.automount_service_account_token,
             "securityContext": {
                 "runAsNonRoot": True,
                 "runAsUser": RUN_AS,

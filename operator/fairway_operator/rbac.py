@@ -1,7 +1,9 @@
 """The least RBAC the operator needs, in one place: the Helm chart renders exactly these rules.
 
 Every API call in `kube.py` and everything kopf does (watching, posting Events, peering) is covered;
-nothing else is granted. Secrets are read (`get` only) to find a supervisor's Redis URL.
+nothing else is granted. Secrets are a rule of their own: the operator reads (`get` only) a
+supervisor's Redis URL from one, and the chart grants that only for the Secret names in its
+`redisSecrets.names` (RBAC `resourceNames`), never every Secret of a namespace.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ RULES: list[dict[str, Any]] = [
         "verbs": ["get", "list", "watch", "create", "patch", "delete"],
     },
     {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch", "create", "patch", "delete"]},
-    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},
     {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create"]},
     {"apiGroups": ["kopf.dev"], "resources": ["kopfpeerings"], "verbs": ["get", "list", "watch", "patch"]},
 ]
+
+# Narrowed by the chart with resourceNames (values: redisSecrets.names); left out when that list is empty.
+SECRET_RULE: dict[str, Any] = {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}
 
 # Only needed when the operator watches every namespace (kopf discovers namespaces and cluster peering).
 CLUSTER_ONLY_RULES: list[dict[str, Any]] = [
@@ -37,4 +41,5 @@ def rules_yaml() -> str:
     import yaml
 
     header = "# Generated from fairway_operator/rbac.py; a test fails when they differ.\n"
-    return header + yaml.safe_dump({"namespaced": RULES, "clusterOnly": CLUSTER_ONLY_RULES}, sort_keys=False)
+    rules = {"namespaced": RULES, "secrets": SECRET_RULE, "clusterOnly": CLUSTER_ONLY_RULES}
+    return header + yaml.safe_dump(rules, sort_keys=False)

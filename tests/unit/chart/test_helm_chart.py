@@ -10,7 +10,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from fairway_operator.rbac import CLUSTER_ONLY_RULES, RULES, rules_yaml
+from fairway_operator.rbac import CLUSTER_ONLY_RULES, RULES, SECRET_RULE, rules_yaml
 
 ROOT = Path(__file__).resolve().parents[3]
 CHART = ROOT / "charts" / "fairway"
@@ -21,6 +21,8 @@ EVERY_VALUE: dict[str, Any] = {
     "replicaCount": 2,
     "watchNamespaces": ["shop", "billing"],
     "logLevel": "debug",
+    "redisSecrets": {"names": ["shop-redis", "billing-redis"]},
+    "userRoles": {"create": False},
     "resources": {"requests": {"cpu": "100m", "memory": "200Mi"}, "limits": {"memory": "300Mi"}},
     "nodeSelector": {"pool": "system"},
     "tolerations": [{"key": "system", "operator": "Exists", "effect": "NoSchedule"}],
@@ -77,7 +79,15 @@ def test_lint_has_no_errors_with_defaults_and_with_every_value() -> None:
 def test_defaults_install_the_crd_operator_and_cluster_rbac() -> None:
     objs = render()
     kinds = sorted(o["kind"] for o in objs)
-    assert kinds == ["ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment", "ServiceAccount"]
+    assert kinds == [
+        "ClusterRole",
+        "ClusterRole",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "CustomResourceDefinition",
+        "Deployment",
+        "ServiceAccount",
+    ]
     (crd,) = by_kind(objs, "CustomResourceDefinition")
     assert crd["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
     (dep,) = by_kind(objs, "Deployment")
@@ -104,7 +114,9 @@ def test_every_value_is_used() -> None:
     assert pod["nodeSelector"] == {"pool": "system"} and pod["tolerations"] and pod["affinity"]
     assert pod["serviceAccountName"] == "fairway-operator"
     assert sorted(r["metadata"]["namespace"] for r in by_kind(objs, "Role")) == ["billing", "shop"]
-    assert not by_kind(objs, "ClusterRole")
+    for role in by_kind(objs, "Role"):
+        assert {**SECRET_RULE, "resourceNames": ["shop-redis", "billing-redis"]} in role["rules"]
+    assert not by_kind(objs, "ClusterRole"), "no cluster-wide role, and no user roles when turned off"
     assert sorted(p["metadata"]["namespace"] for p in by_kind(objs, "KopfPeering")) == ["billing", "shop"]
     crd_names = {c["metadata"]["name"] for c in by_kind(objs, "CustomResourceDefinition")}
     assert crd_names == {"queuesupervisors.fairway.dev", "kopfpeerings.kopf.dev", "clusterkopfpeerings.kopf.dev"}
@@ -125,12 +137,20 @@ def test_the_charts_crd_equals_crds_dir() -> None:
     assert crd == source
 
 
+def operator_role(objs: list[dict[str, Any]]) -> dict[str, Any]:
+    (role,) = [r for r in by_kind(objs, "ClusterRole") if r["metadata"]["name"] == "fairway"]
+    return role
+
+
 def test_rbac_grants_exactly_the_operators_verbs() -> None:
     assert (CHART / "files" / "rbac-rules.yaml").read_text() == rules_yaml()
-    (cluster_role,) = by_kind(render(), "ClusterRole")
-    assert cluster_role["rules"] == RULES + CLUSTER_ONLY_RULES
+    cluster_role = operator_role(render())
+    named_secret = {**SECRET_RULE, "resourceNames": ["fairway-redis"]}
+    assert cluster_role["rules"] == [*RULES, named_secret, *CLUSTER_ONLY_RULES]
     for role in by_kind(render({"watchNamespaces": ["a"]}), "Role"):
-        assert role["rules"] == RULES
+        assert role["rules"] == [*RULES, named_secret]
+    no_secrets = operator_role(render({"redisSecrets": {"names": []}}))
+    assert not any("secrets" in rule["resources"] for rule in no_secrets["rules"])
     granted = {
         (g, r, v)
         for rule in cluster_role["rules"]
@@ -139,7 +159,18 @@ def test_rbac_grants_exactly_the_operators_verbs() -> None:
         for v in rule["verbs"]
     }
     assert ("", "secrets", "get") in granted and ("", "secrets", "list") not in granted
+    secret_rules = [rule for rule in cluster_role["rules"] if "secrets" in rule["resources"]]
+    assert all(rule.get("resourceNames") for rule in secret_rules), "never every Secret in the cluster"
     assert not any(v in {"*", "deletecollection", "escalate", "bind"} for _, _, v in granted)
+
+
+def test_people_edit_supervisors_with_edit_and_read_them_with_view() -> None:
+    roles = {r["metadata"]["name"]: r for r in by_kind(render(), "ClusterRole")}
+    editor, viewer = roles["fairway-editor"], roles["fairway-viewer"]
+    assert editor["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-edit"] == "true"
+    assert "rbac.authorization.k8s.io/aggregate-to-view" not in editor["metadata"]["labels"]
+    assert viewer["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-view"] == "true"
+    assert {v for rule in viewer["rules"] for v in rule["verbs"]} == {"get", "list", "watch"}
 
 
 @pytest.mark.parametrize("values", [{}, EVERY_VALUE], ids=["defaults", "every-value"])

@@ -102,6 +102,9 @@ def test_pods_are_locked_down() -> None:
     ]
     assert container["args"] == ["worker", "--config", "/etc/fairway/worker.yaml"]
     assert pod["terminationGracePeriodSeconds"] == 90
+    assert pod["automountServiceAccountToken"] is False, "workers never call the Kubernetes API"
+    (opted_in,) = deployments(render(supervisor(worker={"automountServiceAccountToken": True}))).values()
+    assert opted_in["spec"]["template"]["spec"]["automountServiceAccountToken"] is True
 
 
 def test_names_stay_dns_safe_and_within_63_characters() -> None:

@@ -131,6 +131,11 @@ class WorkerSpec(SpecModel):
     )
     node_selector: dict[str, str] | None = Field(default=None, max_length=64)
     tolerations: list[dict[str, Any]] | None = Field(default=None, max_length=64)
+    automount_service_account_token: bool = Field(
+        default=False,
+        description="Mount a service-account token into worker pods; off, since workers never call the "
+        "Kubernetes API. Turn on only for handlers that do.",
+    )
     termination_grace_period_seconds: int | None = Field(
         default=None,
         ge=0,
