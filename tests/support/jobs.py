@@ -64,3 +64,10 @@ def leak(mib: int) -> None:
     """Keeps `mib` MiB alive for the life of the process, like a handler with a growing cache."""
     _leaked.append(bytearray(mib * 2**20))
     _redis().rpush("test:done", "leak")
+
+
+@job(name="kill_my_worker")
+def kill_my_worker() -> None:
+    """A poison pill: the process running it dies at once (as a segfault or an OOM kill would)."""
+    _redis().rpush("test:started", "pill")
+    os.kill(os.getpid(), 9)
