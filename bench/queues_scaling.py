@@ -57,7 +57,7 @@ def fairway_rate(client: RedisClient, queues: list[str], jobs: int) -> float:
     ack = None
     started = time.perf_counter()
     for _ in range(jobs):
-        ack = fetcher.reserve(ack)
+        ack = fetcher.reserve([(ack, -1)] if ack else [])[0]
     return jobs / (time.perf_counter() - started)
 
 

@@ -39,7 +39,8 @@ def rate(client: RedisClient, tenants: int, jobs: int) -> float:
     ack = None
     started = time.perf_counter()
     for _ in range(jobs):
-        ack = fetcher.reserve(ack, 3)
+        got = fetcher.reserve([(ack, 3)] if ack else [])
+        ack = got[0]
     elapsed = time.perf_counter() - started
     assert ack is not None
     return jobs / elapsed

@@ -155,6 +155,7 @@ def build_status(obs: Observations, previous: QueueSupervisorStatus, now: str) -
             queues=[*p.pool.queues, *([SpecialPool.TENANTS.value] if p.pool.tenants else [])],
             desired_replicas=p.desired,
             ready_replicas=p.ready,
+            slots=p.desired * (obs.validation.spec.concurrency if obs.validation.spec else 1),
         )
         for p in obs.pools
     ]

@@ -71,3 +71,22 @@ def kill_my_worker() -> None:
     """A poison pill: the process running it dies at once (as a segfault or an OOM kill would)."""
     _redis().rpush("test:started", "pill")
     os.kill(os.getpid(), 9)
+
+
+@job(name="arecord")
+async def arecord(key: str, seconds: float = 0.0) -> None:
+    """`record` as an async handler: waits without holding a thread."""
+    import asyncio
+
+    _redis().rpush("test:started", key)
+    if seconds:
+        await asyncio.sleep(seconds)
+    _redis().rpush("test:done", key)
+
+
+@job(name="thread_name")
+def thread_name(key: str) -> None:
+    """Notes which thread ran it: sync handlers run on the pool's threads."""
+    import threading
+
+    _redis().rpush("test:threads", f"{key}:{threading.current_thread().name}")

@@ -66,11 +66,11 @@ def test_the_rotation_is_shared_by_every_worker(redis_url: str) -> None:
     settings = WorkerSettings(tenants={"max_consecutive_jobs": 2})
     workers = [StandaloneFetcher(connect(redis_url), settings) for _ in range(2)]
     order = []
-    ack: Reservation | None = None
+    acks: list[tuple[Reservation, int]] = []
     for turn in range(12):  # alternate between two workers, each acknowledging the other's last job
-        ack = workers[turn % 2].reserve(ack)
-        assert ack is not None
-        order.append(ack.tenant)
+        (got,) = workers[turn % 2].reserve(acks, 1)
+        acks = [(got, -1)]
+        order.append(got.tenant)
     assert order == ["a", "a", "b", "b"] * 3
 
 
@@ -103,13 +103,13 @@ def test_an_expired_tenant_reservation_goes_back_to_its_tenant(redis_url: str) -
     Client(redis_url).enqueue("noop", tenant="t1")
     # Reserved for 1 ms (retry_after 0.001 s): the worker "died".
     dying = StandaloneFetcher(connect(redis_url), WorkerSettings(tenants={}, timeout_s=0.0005, retry_after_s=0.001))
-    got = dying.reserve(None)
-    assert got is not None and got.tenant == "t1"
+    (got,) = dying.reserve()
+    assert got.tenant == "t1"
     time.sleep(0.01)
     alive = StandaloneFetcher(connect(redis_url), WorkerSettings(tenants={}))
     assert alive.maintain()[1] == 1
-    again = alive.reserve(None)
-    assert again is not None and again.payload == got.payload
+    (again,) = alive.reserve()
+    assert again.payload == got.payload
     assert (again.attempts, again.lost) == (1, 1), "a lost attempt is given back and counted as lost"
     r = redis.Redis.from_url(redis_url)
     assert int(r.hget(TenantGroupKeys("fairway", "tenant-").inflight, "t1") or 0) == 1

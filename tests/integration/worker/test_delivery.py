@@ -178,13 +178,13 @@ def test_chaos_5000_jobs_3_workers_random_kill_9_for_60_s_with_the_default_tries
 
 def test_a_job_that_kills_every_worker_is_failed_as_worker_lost_after_three(redis_url: str, tmp_path) -> None:
     config = tmp_path / "worker.yaml"
-    config.write_text("retry_after_s: 1\ntimeout_s: 0.5\nkill_grace_s: 0.1\nmaintenance_interval_s: 0.1\n")
+    config.write_text("retry_after_s: 2\ntimeout_s: 0.5\nkill_grace_s: 0.1\nmaintenance_interval_s: 0.1\n")
     Client(redis_url).enqueue("kill_my_worker", queue="default", max_tries=5)
     for _ in range(3):  # each worker takes the pill and dies; its reservation expires; the next takes it
         worker = start_worker(redis_url, "--queues", "default", "--config", str(config))
         worker.communicate(timeout=20)
         assert worker.returncode == -signal.SIGKILL
-    time.sleep(1.2)  # the third reservation expires
+    time.sleep(2.3)  # the third reservation expires (retry_after 2 s covers timeout + kill grace: no extension)
     last = start_worker(redis_url, "--queues", "default", "--config", str(config), "--burst")
     out, err = last.communicate(timeout=20)
     assert last.returncode == 0, err

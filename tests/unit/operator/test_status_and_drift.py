@@ -73,7 +73,13 @@ def test_status_carries_what_users_look_at() -> None:
     assert all(c["observedGeneration"] == 4 for c in conditions.values())
     assert status["observedGeneration"] == 4
     assert status["pools"] == [
-        {"name": "fairway-shop", "queues": ["high", "low", "@tenants"], "desiredReplicas": 2, "readyReplicas": 2}
+        {
+            "name": "fairway-shop",
+            "queues": ["high", "low", "@tenants"],
+            "desiredReplicas": 2,
+            "readyReplicas": 2,
+            "slots": 2,
+        }
     ]
     high, low = status["queues"]
     assert (high["name"], high["weight"], high["depth"], high["oldestAgeSeconds"], high["processes"]) == (

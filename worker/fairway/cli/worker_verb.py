@@ -22,6 +22,7 @@ from fairway.resource.manifests import ManifestError
 
 # argparse dest -> WorkerSettings field, for the flags that map one to one
 FLAG_TO_SETTING: dict[str, str] = {
+    "concurrency": "concurrency",
     "block_for": "block_for_s",
     "tries": "tries",
     "timeout": "timeout_s",
@@ -129,6 +130,9 @@ def register(verbs: Verbs) -> None:
     worker.add_argument("--queues", help="served queues in priority order, comma-separated")
     worker.add_argument("--weight", action="append", metavar="QUEUE=N", help="a queue's weight (repeatable)")
     worker.add_argument("--block-for", type=float, dest="block_for", help="seconds an idle worker blocks")
+    worker.add_argument(
+        "--concurrency", type=int, metavar="N", help="jobs this process runs at once (threads / async; default 1)"
+    )
     worker.add_argument("--cluster", action="store_true", help="the Redis is a Redis Cluster")
     worker.add_argument("--handlers", action="append", metavar="MODULE", help="module registering handlers")
     worker.add_argument("--tenants", metavar="PREFIX", help="serve the tenant group of queues PREFIX<id>")

@@ -16,6 +16,7 @@ from fairway.resource.spec import QueueSupervisorSpec
 
 # spec field (snake_case of the CRD's camelCase) -> WorkerSettings field
 SPEC_TO_WORKER: dict[str, str] = {
+    "concurrency": "concurrency",
     "block_for": "block_for_s",
     "tries": "tries",
     "backoff": "backoff_s",

@@ -95,31 +95,34 @@ def enqueue_tenant(
 # -- reserving ---------------------------------------------------------------------------------------
 
 
+Ack = tuple[Reservation, int]  # a job that succeeded, and its wait bucket (NO_WAIT_BUCKET when unknown)
+
+
 def reserve(
     globals_: GlobalKeys,
     served: tuple[str, str],
     group: TenantGroup | None,
     *,
     retry_after_ms: int,
-    u: float,
     strict: bool,
-    ack: Reservation | None,
-    ack_wait_bucket: int,
+    acks: Sequence[Ack],
+    draws: Sequence[float],
 ) -> ScriptCall:
-    """The standalone hot path: acknowledge `ack` and reserve the next job in one call."""
+    """The standalone hot path: acknowledge `acks` and reserve up to len(draws) jobs in one call, each
+    drawn with its own uniform number."""
     return ScriptCall(
         "reserve",
         [globals_.active, *served],
         [
             globals_.prefix,
             retry_after_ms,
-            repr(u),
             "1" if strict else "0",
-            ack.queue if ack else "",
-            ack.member if ack else b"",
-            ack_wait_bucket,
             group.name if group else "",
             *(group.argv() if group else _NO_GROUP_ARGV),
+            len(acks),
+            *(item for done, bucket in acks for item in (done.queue, done.member, bucket)),
+            len(draws),
+            *(repr(u) for u in draws),
         ],
     )
 

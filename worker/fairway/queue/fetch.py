@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from fairway.queue import calls
-from fairway.queue.calls import NO_WAIT_BUCKET, Reservation, ScriptCall, TenantGroup
+from fairway.queue.calls import NO_WAIT_BUCKET, Ack, Reservation, ScriptCall, TenantGroup
 from fairway.queue.connection import RedisClient, is_cluster
 from fairway.queue.keys import GlobalKeys, QueueKeys, family_keys
 from fairway.queue.producer import Producer
@@ -59,8 +59,9 @@ class Fetcher(ABC):
         self.producer.remember(self.served)
 
     @abstractmethod
-    def reserve(self, ack: Reservation | None, ack_wait_bucket: int = NO_WAIT_BUCKET) -> Reservation | None:
-        """Acknowledge `ack` (a job that succeeded) and reserve the next job, drawn by this poll's order."""
+    def reserve(self, acks: Sequence[Ack] = (), count: int = 1) -> list[Reservation]:
+        """Acknowledge `acks` (jobs that succeeded) and reserve up to `count` jobs, each drawn by the
+        weighted rule (and the tenant ring) as if it were the only one."""
 
     def wait_for_work(self, block_for_s: float, until_maintenance_s: float) -> None:
         """Idle until work may have arrived: at most `block_for_s`, waking for housekeeping."""
@@ -168,7 +169,7 @@ class StandaloneFetcher(Fetcher):
         """After an outage Redis may have restarted empty: register again before the next reserve."""
         self._registered = False
 
-    def reserve(self, ack: Reservation | None, ack_wait_bucket: int = NO_WAIT_BUCKET) -> Reservation | None:
+    def reserve(self, acks: Sequence[Ack] = (), count: int = 1) -> list[Reservation]:
         if not self._registered:
             self.refresh()
         call = calls.reserve(
@@ -176,16 +177,21 @@ class StandaloneFetcher(Fetcher):
             self.served_keys,
             self.group,
             retry_after_ms=self.retry_after_ms,
-            u=self.rng.random(),
             strict=self.strict,
-            ack=ack,
-            ack_wait_bucket=ack_wait_bucket,
+            acks=acks,
+            draws=[self.rng.random() for _ in range(count)],
         )
-        result = self.scripts.run_hot(call)
-        if not result:
-            return None
-        name, payload, attempts, tenant, lost = result
-        return Reservation(name.decode(), payload, int(attempts), tenant.decode() if tenant else None, int(lost))
+        flat = self.scripts.run_hot(call)
+        return [
+            Reservation(
+                flat[i].decode(),
+                flat[i + 1],
+                int(flat[i + 2]),
+                flat[i + 3].decode() if flat[i + 3] else None,
+                int(flat[i + 4]),
+            )
+            for i in range(0, len(flat), 5)
+        ]
 
     def wait_for_work(self, block_for_s: float, until_maintenance_s: float) -> None:
         if block_for_s == 0:
@@ -200,10 +206,19 @@ class StandaloneFetcher(Fetcher):
 
 
 class ClusterFetcher(Fetcher):
-    def reserve(self, ack: Reservation | None, ack_wait_bucket: int = NO_WAIT_BUCKET) -> Reservation | None:
-        """Acknowledge on its own (another slot), then try each served name in this poll's order."""
-        if ack is not None:
-            self.ack(ack, ack_wait_bucket)
+    def reserve(self, acks: Sequence[Ack] = (), count: int = 1) -> list[Reservation]:
+        """Acknowledge each job on its own (other slots), then draw each job in a fresh weighted order."""
+        for done, bucket in acks:
+            self.ack(done, bucket)
+        out: list[Reservation] = []
+        for _ in range(count):
+            got = self._reserve_one()
+            if got is None:
+                break
+            out.append(got)
+        return out
+
+    def _reserve_one(self) -> Reservation | None:
         u = self.rng.random()
         for name in weighted_order(self.served, self.weights, (), self.rng):
             if self.group is not None and name == self.group.name:

@@ -22,6 +22,7 @@ class Finished:
     finished_ms: int
     run_ms: float
     error: str | None
+    reserve_seq: int = 0  # this process's count of jobs reserved when it took this one: the draw order
 
     @property
     def wait_ms(self) -> int:
@@ -55,6 +56,7 @@ class JobLog:
                 "wait_ms": f.wait_ms,
                 "run_ms": round(f.run_ms, 3),
                 "outcome": f.outcome,
+                "reserve_seq": f.reserve_seq,
             }
             if f.error:
                 line["error"] = f.error

@@ -38,6 +38,9 @@ class WorkerSettings(BaseModel):
     )
     paused: list[str] = Field(default_factory=list, description="Queues never served by this worker.")
     tenants: TenantsSpec | None = Field(default=None, description="Serve a tenant group too.")
+    concurrency: int = Field(
+        default=spec_default("concurrency"), ge=1, le=256, description="Jobs this process runs at once."
+    )
     block_for_s: float = Field(
         default=spec_default("block_for"), ge=0, le=60, description="Longest idle blocking read; 0 polls every 100 ms."
     )

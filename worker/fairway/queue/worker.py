@@ -1,12 +1,17 @@
 """The worker loop: reserve, run, settle; idle without spinning; stop cleanly; never lose a job.
 
 At-least-once delivery: a job is reserved in Redis before it runs (never only in this process's
-memory), and its acknowledgement rides on the next reserve call, so the steady state costs one
-round trip per job. If this process dies, the reservation expires after `retry_after` and the next
-worker's housekeeping puts the job back. Signals: SIGTERM/SIGINT stop taking jobs, let the running
-one finish and exit 0; an idle worker is interrupted out of its wait at once. The Redis side (which
-strategy, which scripts) is the fetcher's (fairway.queue.fetch); running a handler is
-fairway.queue.execution's; the job log is fairway.queue.joblog's.
+memory), and acknowledgements ride on the next reserve call, which also reserves up to as many jobs
+as there are free slots (`concurrency`): one round trip per batch of jobs. If this process dies, the
+reservations expire after `retry_after` and the next worker's housekeeping puts the jobs back.
+Signals: SIGTERM/SIGINT stop taking jobs, let the running ones finish and exit 0; an idle worker is
+interrupted out of its wait at once.
+
+With one slot a job runs in the main thread under SIGALRM (the cheapest path, and the only one that
+can interrupt a plain `def`); with more, jobs run in a `JobPool` and only report back, so everything
+that talks to Redis stays in this thread and a job is settled exactly once. A sync job past its
+timeout cannot be killed: it is settled as timed out, its slot written off, and a process with
+written-off slots stops reserving, drains and exits so its supervisor restarts it.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import contextlib
 import functools
 import hashlib
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -23,15 +29,16 @@ from typing import Any, TextIO
 
 import redis
 
-from fairway.queue.calls import NO_WAIT_BUCKET, Reservation
+from fairway.queue.calls import NO_WAIT_BUCKET, Ack, Reservation
 from fairway.queue.connection import CONNECTION_ERRORS
 from fairway.queue.execution import Attempt, Outcome, run_handler
-from fairway.queue.fetch import Fetcher, StandaloneFetcher
+from fairway.queue.fetch import POLL_S, Fetcher, StandaloneFetcher
 from fairway.queue.figures import wait_bucket
 from fairway.queue.handlers import Registry, UnknownHandler
 from fairway.queue.job import Job, JobError, decode
 from fairway.queue.joblog import Finished, JobLog
-from fairway.queue.lifecycle import Interrupted, RssProbe, StopSignals, Watchdog
+from fairway.queue.lifecycle import HARD_EXIT_CODE, Interrupted, RssProbe, StopSignals, Watchdog
+from fairway.queue.pool import Completion, JobPool, Running
 from fairway.queue.settings import WorkerSettings
 
 log = logging.getLogger("fairway.worker")
@@ -42,7 +49,7 @@ RESERVATION_MARGIN_S = 1  # a reservation outlives its job's timeout and kill gr
 class Tick(StrEnum):
     WORKED = "worked"
     IDLE = "idle"
-    DRAINED = "drained"  # burst mode: nothing ready, nothing delayed
+    DRAINED = "drained"  # burst mode: nothing ready, nothing delayed, nothing running
 
 
 def _now_ms() -> int:
@@ -65,11 +72,14 @@ class Worker:
         self.clock = clock
         self.joblog = JobLog(out, settings.log_format)
         self.signals = StopSignals()
-        self._running: Job | None = None
-        self.watchdog = Watchdog(clock, self._describe_running)
+        self._inline: Job | None = None  # the job running in this thread (one slot)
+        self.watchdog = Watchdog(clock, self._describe_inline)
         self.rss = RssProbe()
-        self._pending_ack: Reservation | None = None
-        self._pending_bucket = NO_WAIT_BUCKET
+        self.pool = JobPool(settings.concurrency) if settings.concurrency > 1 else None
+        self._running: dict[int, Running] = {}
+        self._seq = 0
+        self._stuck = 0  # slots written off to sync jobs that ran past their timeout
+        self._acks: list[Ack] = []
         self._runtimes: dict[str, tuple[float, int]] = {}
         self._jobs_done = 0
         self._started = clock()
@@ -80,26 +90,34 @@ class Worker:
     def exit_reason(self) -> str:
         return self.signals.reason
 
+    @property
+    def free_slots(self) -> int:
+        return self.settings.concurrency - len(self._running) - self._stuck
+
     # -- lifecycle -------------------------------------------------------------------------------
 
     def stop(self) -> None:
         self.signals.stopping = True
 
     def run(self) -> int:
-        """Serve until stopped, recycled or (with --burst) drained; the exit code is always 0 then."""
+        """Serve until stopped, recycled or (with --burst) drained: 0. With slots written off to stuck
+        jobs: HARD_EXIT_CODE once the others are settled, so the process is replaced."""
         if self.signals.install():
             self.watchdog.start()
         try:
             self._serve()
+            self._drain()
         finally:
             self._shutdown()
             self.signals.restore()
+        if self._stuck:
+            os._exit(HARD_EXIT_CODE)  # a stuck thread must not keep the process alive
         return 0
 
     def _serve(self) -> None:
         outage_started: float | None = None
         backoff = 0.1
-        while not self.signals.stopping and not self._should_recycle():
+        while not self.signals.stopping and not self._should_recycle() and not self._stuck:
             try:
                 if self._tick() is Tick.DRAINED:
                     self.signals.reason = "burst: queues empty"
@@ -119,14 +137,27 @@ class Worker:
                     self._idle(functools.partial(time.sleep, backoff))
                 backoff = min(backoff * 2, OUTAGE_BACKOFF_MAX_S)
 
-    def _shutdown(self) -> None:
-        """Flush the last acknowledgement; shutdown paths log and never raise."""
-        if self._pending_ack is not None:
+    def _drain(self) -> None:
+        """Take nothing more; let every running job finish (or time out) and settle it."""
+        if self._stuck and not self.signals.reason:
+            self.signals.reason = f"{self._stuck} slot(s) stuck in jobs past their timeout"
+        while self._running:
             try:
-                self.fetcher.ack(self._pending_ack, self._pending_bucket)
-                self._pending_ack = None
-            except Exception as exc:  # the job stays reserved and is handed out again after retry_after
-                log.error("could not acknowledge the last job on shutdown: %s", exc)
+                self._collect(self._wait_s())
+            except CONNECTION_ERRORS as exc:  # settle what can be settled; the rest expire and rerun
+                log.error("Redis is unreachable while draining (%s); unsettled jobs run again later", exc)
+                return
+
+    def _shutdown(self) -> None:
+        """Flush the last acknowledgements; shutdown paths log and never raise."""
+        if self._acks:
+            try:
+                self.fetcher.reserve(self._acks, 0)
+                self._acks = []
+            except Exception as exc:  # the jobs stay reserved and are handed out again after retry_after
+                log.error("could not acknowledge the last jobs on shutdown: %s", exc)
+        if self.pool is not None:
+            self.pool.close()
         self.watchdog.stop()
         self.rss.close()
         with contextlib.suppress(Exception):
@@ -135,7 +166,7 @@ class Worker:
 
     def _should_recycle(self) -> bool:
         s = self.settings
-        if s.max_jobs and self._jobs_done >= s.max_jobs:
+        if s.max_jobs and self._jobs_done + len(self._running) >= s.max_jobs:
             self.signals.reason = f"max jobs ({s.max_jobs})"
         elif s.max_time_s and self.clock() - self._started >= s.max_time_s:
             self.signals.reason = f"max time ({s.max_time_s:g} s)"
@@ -154,19 +185,31 @@ class Worker:
 
     # -- one poll --------------------------------------------------------------------------------
 
+    def _wanted(self) -> int:
+        """Jobs to reserve now: the free slots, never beyond max_jobs."""
+        wanted = self.free_slots
+        if self.settings.max_jobs:
+            wanted = min(wanted, self.settings.max_jobs - self._jobs_done - len(self._running))
+        return max(0, wanted)
+
     def _tick(self) -> Tick:
         if self.clock() >= self._next_maintenance:
             self._maintain()
-        reservation = self._reserve()
-        if reservation is None:
+        reservations = self._reserve()
+        if not reservations and not self._running:
             self._maintain()  # going idle: move due jobs and heal the active index before blocking
-            reservation = self._reserve()
-        if reservation is None:
+            reservations = self._reserve()
+        if not reservations and not self._running:
             if self.settings.burst and self.fetcher.pending_delayed() == 0:
                 return Tick.DRAINED
             self._wait_for_work()
             return Tick.IDLE
-        self._process(reservation)
+        for reservation in reservations:
+            self._start(reservation)
+        if self._running:
+            # Busy: wait for a completion, briefly when slots are free (new work may come), longer
+            # when every slot is taken (nothing to do but wait).
+            self._collect(self._wait_s() if self.free_slots == 0 else min(POLL_S / 2, self._wait_s()))
         return Tick.WORKED
 
     def _maintain(self) -> None:
@@ -201,10 +244,12 @@ class Worker:
             self.signals.reason = f"memory above {limit} MiB"
             self.signals.stopping = True
 
-    def _reserve(self) -> Reservation | None:
-        reservation = self.fetcher.reserve(self._pending_ack, self._pending_bucket)
-        self._pending_ack = None
-        return reservation
+    def _reserve(self) -> list[Reservation]:
+        wanted = self._wanted()
+        if wanted == 0 and not self._acks:
+            return []  # every slot busy and nothing to acknowledge: no round trip
+        acks, self._acks = self._acks, []
+        return self.fetcher.reserve(acks, wanted)
 
     def _wait_for_work(self) -> None:
         until_maintenance = self._next_maintenance - self.clock()
@@ -214,15 +259,23 @@ class Worker:
             self.fetcher.abandon_wait()  # the connection was cut mid-read; we are leaving anyway
             raise
 
+    def _wait_s(self) -> float:
+        """How long to wait for completions: until the next timeout or housekeeping, at most a second."""
+        soonest = min((r.deadline for r in self._running.values()), default=self.clock() + 1.0)
+        return max(0.0, min(soonest, self._next_maintenance, self.clock() + 1.0) - self.clock())
+
     # -- running a job ---------------------------------------------------------------------------
 
-    def _describe_running(self) -> str:
-        job = self._running
+    def _describe_inline(self) -> str:
+        job = self._inline
         return f"{job.id} ({job.handler})" if job else "?"
 
-    def _process(self, reservation: Reservation) -> None:
+    def _start(self, reservation: Reservation) -> None:
+        """Run a reserved job (inline), hand it to the pool, or settle it at once when it cannot run."""
         started_ms = _now_ms()
         started = time.perf_counter()
+        self._seq += 1
+        seq = self._seq
         try:
             job = decode(reservation.payload)
         except JobError as exc:
@@ -248,19 +301,82 @@ class Worker:
             except UnknownHandler as exc:
                 attempt = Attempt(Outcome.FAILED, f"UnknownHandler: {exc}")
             else:
-                self._running = job
+                if self.pool is not None:
+                    running = Running(
+                        seq,
+                        reservation,
+                        job,
+                        timeout,
+                        started_ms,
+                        started,
+                        self.clock() + timeout,
+                        JobPool.is_async(func),
+                    )
+                    self._running[running.seq] = running
+                    self.pool.submit(running, func)
+                    return
+                self._inline = job
                 try:
                     attempt = run_handler(func, job, timeout, self.watchdog, self.settings.kill_grace_s)
                 finally:
-                    self._running = None
-        finished_ms = _now_ms()
+                    self._inline = None
         run_ms = (time.perf_counter() - started) * 1000
+        self._finish(reservation, job, attempt, started_ms, _now_ms(), run_ms, seq)
+
+    def _collect(self, timeout_s: float) -> None:
+        """Settle the jobs the pool finished; settle overdue sync jobs as timed out."""
+        assert self.pool is not None
+        for completion in self.pool.completions(timeout_s):
+            self._complete(completion)
+        now = self.clock()
+        grace = self.settings.kill_grace_s
+        for running in [r for r in self._running.values() if now > r.deadline + (grace if r.is_async else 0)]:
+            # A thread cannot be stopped, and an async job that blocks its loop cannot be cancelled:
+            # settle it as timed out now, write its slot off, and let the process be replaced.
+            del self._running[running.seq]
+            self._stuck += 1
+            log.error(
+                "job %s (%s) ran past its %g s timeout and cannot be stopped; its slot is written off and "
+                "this process will exit once its other jobs are settled",
+                running.job.id,
+                running.job.handler,
+                running.timeout_s,
+            )
+            attempt = Attempt(Outcome.RETRY, f"JobTimeout: ran past its {running.timeout_s:g} s timeout")
+            run_ms = (time.perf_counter() - running.started) * 1000
+            self._finish(running.reservation, running.job, attempt, running.started_ms, _now_ms(), run_ms, running.seq)
+
+    def _complete(self, completion: Completion) -> None:
+        running = self._running.pop(completion.seq, None)
+        if running is None:
+            return  # settled already as timed out: never acknowledged twice
+        self._finish(
+            running.reservation,
+            running.job,
+            completion.attempt,
+            running.started_ms,
+            completion.finished_ms,
+            completion.run_ms,
+            running.seq,
+        )
+
+    def _finish(
+        self,
+        reservation: Reservation,
+        job: Job,
+        attempt: Attempt,
+        started_ms: int,
+        finished_ms: int,
+        run_ms: float,
+        seq: int,
+    ) -> None:
+        max_tries = job.max_tries or self.settings.tries
         bucket = wait_bucket(started_ms - job.ready_since_ms) if job.enqueued_at else NO_WAIT_BUCKET
         outcome = self._settle(reservation, job, attempt, max_tries, bucket)
         self._jobs_done += 1
         total, count = self._runtimes.get(reservation.queue, (0.0, 0))
         self._runtimes[reservation.queue] = (total + run_ms, count + 1)
-        self.joblog.finished(Finished(job, reservation, outcome, started_ms, finished_ms, run_ms, attempt.error))
+        self.joblog.finished(Finished(job, reservation, outcome, started_ms, finished_ms, run_ms, attempt.error, seq))
         self._check_memory()
 
     def _reserved_for(self, reservation: Reservation, timeout_s: float) -> bool:
@@ -274,7 +390,7 @@ class Worker:
 
     def _settle(self, reservation: Reservation, job: Job, attempt: Attempt, max_tries: int, bucket: int) -> Outcome:
         if attempt.outcome is Outcome.OK:
-            self._pending_ack, self._pending_bucket = reservation, bucket
+            self._acks.append((reservation, bucket))
             return Outcome.OK
         if attempt.outcome is Outcome.RETRY and reservation.attempts < max_tries:
             delay_s = self.settings.backoff_for(reservation.attempts)

@@ -167,6 +167,13 @@ class QueueSupervisorSpec(SpecModel):
         description="Queues the workers skip until they are removed from this list.",
         json_schema_extra={"x-kubernetes-list-type": "set"},
     )
+    concurrency: int = Field(
+        default=1,
+        ge=1,
+        le=256,
+        description="Jobs one worker process runs at once: plain def handlers on that many threads, async "
+        "def handlers on one event loop. minProcesses/maxProcesses still count processes (pods).",
+    )
     min_processes: int = Field(default=1, ge=1, le=1000, description="Least worker processes per pool.")
     max_processes: int = Field(default=10, ge=1, le=1000, description="Most worker processes in total.")
     balance_max_shift: int = Field(

@@ -43,6 +43,7 @@ class PoolStatus(StatusModel):
     queues: list[str] = Field(default_factory=list, max_length=65)
     desired_replicas: int = 0
     ready_replicas: int = 0
+    slots: int = Field(default=0, description="Jobs the pool runs at once: desired replicas x concurrency.")
 
 
 class QueueStatus(StatusModel):

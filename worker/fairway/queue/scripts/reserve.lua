@@ -1,57 +1,52 @@
 #!lua flags=no-cluster,allow-oom
--- The standalone hot path: acknowledge the job just finished and reserve the next, in one round trip.
+-- The standalone hot path: acknowledge every job finished since the last call and reserve up to as
+-- many jobs as the worker has free slots, in one round trip (never more: no prefetch, so a busy
+-- process never hoards jobs an idle one could run).
 -- KEYS[1] active set   KEYS[2] served-names set   KEYS[3] served weights hash (name -> weight or rank)
--- ARGV[1] key prefix   ARGV[2] retry_after in ms   ARGV[3] u, uniform in [0, 1)   ARGV[4] '1' = strict
--- ARGV[5] served name of the finished job ('' = none; '@<queuePrefix>' = the tenant group)
--- ARGV[6] its member   ARGV[7] its wait bucket (-1 = unknown)
--- ARGV[8] the tenant group's served name ('' = none)   ARGV[9..13] the tenant group (see read_group)
+-- ARGV[1] key prefix   ARGV[2] retry_after in ms   ARGV[3] '1' = strict
+-- ARGV[4] the tenant group's served name ('' = none)   ARGV[5..9] the tenant group (see read_group)
+-- ARGV[10] A, the number of acknowledgements, then A triples: served name ('@<queuePrefix>' = the
+--   tenant group), member, wait bucket (-1 = unknown)
+-- then C, the most jobs to reserve, then C numbers u, uniform in [0, 1), one per job drawn
 -- Per-queue keys are derived from the prefix (legal on standalone only; the cluster path uses
 -- reserve_one.lua). Candidates are the served names in the active set, so queues without work cost
--- nothing. A weighted draw among them serves what the first non-empty queue of a fresh weighted order
--- would (see fairway/queue/scheduling.py); strict mode takes the lowest rank. The weights hash holds
--- every served name's effective weight (written with the set, in one transaction).
--- Returns {served name, document, attempts, tenant-or-false, lost} or false. It runs when Redis is out of
--- memory (allow-oom): taking and acknowledging jobs is what frees memory.
+-- nothing. Each job is drawn on its own, by the same rule as one job at a time: a weighted draw
+-- among the candidates serves what the first non-empty queue of a fresh weighted order would (see
+-- fairway/queue/scheduling.py), strict mode takes the lowest rank, and the tenant ring pops with its
+-- K in a row and its quarantine lane. The weights hash holds every served name's effective weight
+-- (written with the set, in one transaction).
+-- Returns a flat array, five entries per job reserved: served name, document, attempts, tenant (or
+-- false), lost. It runs when Redis is out of memory (allow-oom): taking and acknowledging jobs is
+-- what frees memory.
 -- #include tenant_lib.lua
 local prefix = ARGV[1]
-local group_name = ARGV[8]
-local group = read_group(ARGV, 9)
+local group_name = ARGV[4]
+local group = read_group(ARGV, 5)
 local G = group.G
 
-if ARGV[5] ~= '' and ARGV[5] == group_name then
-  ack_tenant(G, ARGV[6], tonumber(ARGV[7]))
-elseif ARGV[5] ~= '' then
-  ack_job(queue_key(prefix, ARGV[5], QK.reserved), queue_key(prefix, ARGV[5], QK.attempts), ARGV[6])
+local acks = tonumber(ARGV[10])
+for i = 11, 10 + 3 * acks, 3 do
+  if ARGV[i] == group_name then
+    ack_tenant(G, ARGV[i + 1], tonumber(ARGV[i + 2]))
+  else
+    ack_job(queue_key(prefix, ARGV[i], QK.reserved), queue_key(prefix, ARGV[i], QK.attempts), ARGV[i + 1])
+  end
 end
+local wanted_at = 11 + 3 * acks
+local wanted = tonumber(ARGV[wanted_at])
 
+local out = {}
 local candidates = redis.call('SINTER', KEYS[1], KEYS[2])
-if #candidates == 0 then return false end
+if #candidates == 0 or wanted == 0 then return out end
 local raw = redis.call('HMGET', KEYS[3], unpack(candidates))
 local weights = {}
 for i = 1, #candidates do weights[i] = tonumber(raw[i]) end
 
-local u = tonumber(ARGV[3])
-local strict = ARGV[4] == '1'
+local strict = ARGV[3] == '1'
 local deadline = now_ms() + tonumber(ARGV[2])
 
-while #candidates > 0 do
-  local pick = 1
-  if strict then
-    for i = 2, #candidates do
-      if weights[i] < weights[pick] then pick = i end
-    end
-  else
-    local total = 0
-    for i = 1, #candidates do total = total + weights[i] end
-    local target, low = u * total, 0
-    pick = #candidates
-    for i = 1, #candidates do
-      if target < low + weights[i] then pick = i; break end
-      low = low + weights[i]
-    end
-    -- Where u fell inside the pick's interval is again uniform: reuse it if the pick has no work.
-    u = math.min(math.max((target - low) / weights[pick], 0), 0.999999999)
-  end
+-- One job from candidate `pick`, or nil when it has none (it then leaves the active set).
+local function take(pick, u)
   local q = candidates[pick]
   if q == group_name then
     if redis.call('EXISTS', G .. GK.paused) == 0 then
@@ -67,8 +62,8 @@ while #candidates > 0 do
   elseif redis.call('EXISTS', queue_key(prefix, q, QK.paused)) == 0 then
     local doc = redis.call('LPOP', queue_key(prefix, q, QK.ready))
     if doc then
-      -- A queue this empties stays in the active set until a draw finds it empty (below): one call
-      -- less per job, one extra only when a queue runs dry.
+      -- A queue this empties stays in the active set until a draw finds it empty: one call less
+      -- per job, one extra only when a queue runs dry.
       redis.call('LPOP', queue_key(prefix, q, QK.notify))
       local counts = count_attempt(queue_key(prefix, q, QK.attempts), doc)
       redis.call('ZADD', queue_key(prefix, q, QK.reserved), deadline, doc)
@@ -76,7 +71,37 @@ while #candidates > 0 do
     end
     redis.call('SREM', KEYS[1], q)
   end
-  table.remove(candidates, pick)
-  table.remove(weights, pick)
+  return nil
 end
-return false
+
+for j = 1, wanted do
+  local u = tonumber(ARGV[wanted_at + j])
+  local got = nil
+  while got == nil and #candidates > 0 do
+    local pick = 1
+    if strict then
+      for i = 2, #candidates do
+        if weights[i] < weights[pick] then pick = i end
+      end
+    else
+      local total = 0
+      for i = 1, #candidates do total = total + weights[i] end
+      local target, low = u * total, 0
+      pick = #candidates
+      for i = 1, #candidates do
+        if target < low + weights[i] then pick = i; break end
+        low = low + weights[i]
+      end
+      -- Where u fell inside the pick's interval is again uniform: reuse it if the pick has no work.
+      u = math.min(math.max((target - low) / weights[pick], 0), 0.999999999)
+    end
+    got = take(pick, u)
+    if got == nil then
+      table.remove(candidates, pick)
+      table.remove(weights, pick)
+    end
+  end
+  if got == nil then break end
+  for k = 1, 5 do out[#out + 1] = got[k] end
+end
+return out

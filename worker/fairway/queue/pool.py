@@ -1,0 +1,136 @@
+"""Running up to N jobs at once in one process: plain `def` handlers on a pool of N threads, `async def`
+handlers on one asyncio event loop (in its own thread), N at a time between them.
+
+The worker's main thread keeps everything that talks to Redis; jobs only report back through a
+queue of completions, so a job is settled (acknowledged, released or failed) exactly once, by one
+thread. An async job past its timeout is cancelled; a thread cannot be killed, so the worker settles
+an overdue sync job as timed out itself and writes its slot off (see fairway.queue.worker).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import queue
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from fairway.queue.calls import Reservation
+from fairway.queue.execution import Attempt, Outcome
+from fairway.queue.job import Job
+
+
+@dataclass
+class Running:
+    """A job handed to the pool; `deadline` is on the worker's monotonic clock."""
+
+    seq: int  # the order it was reserved in, in this process
+    reservation: Reservation
+    job: Job
+    timeout_s: float
+    started_ms: int
+    started: float  # perf_counter at start, for run time
+    deadline: float
+    is_async: bool
+
+
+@dataclass(frozen=True)
+class Completion:
+    seq: int
+    attempt: Attempt
+    finished_ms: int
+    run_ms: float
+
+
+def _failed(exc: BaseException) -> Attempt:
+    return Attempt(
+        Outcome.RETRY,
+        f"{type(exc).__name__}: {exc}",
+        {"exception": type(exc).__name__, "message": str(exc), "traceback": traceback.format_exc()},
+    )
+
+
+def _timed_out(timeout_s: float) -> Attempt:
+    return Attempt(Outcome.RETRY, f"JobTimeout: ran past its {timeout_s:g} s timeout")
+
+
+class JobPool:
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._threads = concurrent.futures.ThreadPoolExecutor(size, thread_name_prefix="fairway-job")
+        self._done: queue.SimpleQueue[Completion] = queue.SimpleQueue()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def submit(self, running: Running, func: Callable[..., Any]) -> None:
+        if running.is_async:
+            asyncio.run_coroutine_threadsafe(self._run_async(running, func), self._event_loop())
+        else:
+            self._threads.submit(self._run_sync, running, func)
+
+    @staticmethod
+    def is_async(func: Callable[..., Any]) -> bool:
+        return inspect.iscoroutinefunction(func)
+
+    def _report(self, running: Running, attempt: Attempt) -> None:
+        run_ms = (time.perf_counter() - running.started) * 1000
+        self._done.put(Completion(running.seq, attempt, int(time.time() * 1000), run_ms))
+
+    def _run_sync(self, running: Running, func: Callable[..., Any]) -> None:
+        job = running.job
+        try:
+            result = func(*job.args, **job.kwargs)
+            if inspect.iscoroutine(result):  # a plain def that returned a coroutine: run it here
+                asyncio.run(asyncio.wait_for(result, running.timeout_s))
+            attempt = Attempt(Outcome.OK)
+        except BaseException as exc:  # a job's exception never escapes into the pool
+            attempt = self._outcome_of(running, exc)
+        self._report(running, attempt)
+
+    async def _run_async(self, running: Running, func: Callable[..., Any]) -> None:
+        job = running.job
+        try:
+            await asyncio.wait_for(func(*job.args, **job.kwargs), running.timeout_s)
+            attempt = Attempt(Outcome.OK)
+        except BaseException as exc:
+            attempt = self._outcome_of(running, exc)
+        self._report(running, attempt)
+
+    @staticmethod
+    def _outcome_of(running: Running, exc: BaseException) -> Attempt:
+        """wait_for's cancellation at the timeout is a JobTimeout; a TimeoutError of the job's own
+        (a socket's, say) raised before its time was up is an ordinary failure."""
+        elapsed = time.perf_counter() - running.started
+        if isinstance(exc, TimeoutError) and elapsed >= running.timeout_s * 0.99:
+            return _timed_out(running.timeout_s)
+        return _failed(exc)
+
+    def _event_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="fairway-async", daemon=True).start()
+            self._loop = loop
+        return self._loop
+
+    def completions(self, timeout_s: float) -> list[Completion]:
+        """Every completion waiting, after waiting up to `timeout_s` for the first."""
+        out: list[Completion] = []
+        try:
+            out.append(self._done.get(timeout=max(0.0, timeout_s)) if timeout_s > 0 else self._done.get_nowait())
+        except queue.Empty:
+            return out
+        while True:
+            try:
+                out.append(self._done.get_nowait())
+            except queue.Empty:
+                return out
+
+    def close(self) -> None:
+        """Leave without joining: a stuck thread must not keep the process alive."""
+        self._threads.shutdown(wait=False, cancel_futures=True)
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
