@@ -183,6 +183,7 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", default=None, help="subject names, e.g. fairway dramatiq")
     args = parser.parse_args()
     server = RedisProcess().start()
+    os.environ["BENCH_REDIS_URL"] = server.url  # peers' tasks bind their broker at import: fill directly
     port = free_port()
     upstream = f"127.0.0.1:{server.port}"
     proxy_cmd = [sys.executable, str(BENCH / "proxy.py"), "--listen", str(port), "--upstream", upstream]

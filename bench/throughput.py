@@ -73,7 +73,7 @@ def baseline_lpop(url: str, jobs: int) -> float:
     return jobs / (time.perf_counter() - started)
 
 
-def fairway_rate(url: str, jobs: int) -> float:
+def fairway_rate(url: str, jobs: int, concurrency: int = 1) -> float:
     import fairway.builtins  # noqa: F401
     from fairway.queue.client import Client
     from fairway.queue.connection import connect
@@ -90,7 +90,12 @@ def fairway_rate(url: str, jobs: int) -> float:
     for queue, count in counts.items():
         client.enqueue_many("noop", [[]] * count, queue=queue)
     settings = WorkerSettings(
-        redis_url=url, queues=list(shares), weights={"high": 3, "default": 2}, burst=True, log_format="none"
+        redis_url=url,
+        queues=list(shares),
+        weights={"high": 3, "default": 2},
+        burst=True,
+        log_format="none",
+        concurrency=concurrency,
     )
     fetcher = fetcher_for(connect(url, False), settings, random.Random(1))
     worker = Worker(settings, fetcher, registry, out=io.StringIO())
@@ -205,6 +210,7 @@ SUBJECTS: dict[str, Callable[[str, int], float]] = {
     "(a) Lua pop+reserve loop": baseline_lua,
     "(b) LPOP loop": baseline_lpop,
     "fairway worker": fairway_rate,
+    "fairway worker, concurrency 32": lambda url, jobs: fairway_rate(url, jobs, 32),
     "RQ SimpleWorker": rq_rate,
     "arq": arq_rate,
     "Celery solo": celery_rate,
@@ -225,7 +231,7 @@ def main() -> None:
     try:
         for _ in range(args.rounds):
             for name in rates:
-                peer = name not in ("(a) Lua pop+reserve loop", "(b) LPOP loop", "fairway worker")
+                peer = not name.startswith(("(a)", "(b)", "fairway"))
                 rates[name].append(SUBJECTS[name](server.url, args.peer_jobs if peer else args.jobs))
     finally:
         server.cleanup()
@@ -237,7 +243,7 @@ def main() -> None:
     report: dict[str, Any] = {}
     for name, rate in medians.items():
         vs_a = f"{rate / ceiling:.2f}" if ceiling else "-"
-        vs_fw = f"{fairway / rate:.1f}x" if fairway and name != "fairway worker" else ""
+        vs_fw = f"{fairway / rate:.1f}x" if fairway and not name.startswith("fairway") else ""
         print(f"{name:<26} {rate:>8.0f} {vs_a:>7} {vs_fw:>11}")
         report[name] = {"jobs_per_s": round(rate), "ratio_to_a": round(rate / ceiling, 3) if ceiling else None}
     if fairway and peers:

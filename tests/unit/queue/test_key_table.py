@@ -50,16 +50,23 @@ def test_python_key_names_are_the_table_parts_after_the_hash_tagged_base() -> No
             nonsense = QueueKeys.__dict__["ready"].__class__(QUEUE_KEYS, "nonsense")
 
 
-@pytest.mark.parametrize("name", scripts.NAMES)
-def test_scripts_use_only_key_parts_from_the_table(name: str) -> None:
-    """Every QK.x / GK.x a script reads exists in the generated prelude, and no script spells a key
-    part as a string literal next to a key base."""
-    source = scripts.source(name)
-    prelude = lua_prelude()
+SCRIPTS = Path(scripts.__file__).parent / "scripts"
+
+
+@pytest.mark.parametrize("path", sorted(SCRIPTS.glob("*.lua")), ids=lambda p: p.name)
+def test_script_sources_name_key_parts_only_through_the_table(path: Path) -> None:
+    """Sources write QK.<part> / GK.<part>; no script spells a key part as a literal next to a key
+    base, and every part it names is in the table (the loader refuses others)."""
+    code = "\n".join(line.split("--", 1)[0] for line in path.read_text().splitlines())  # code only
     known = {("QK", k.part.rstrip(":")) for k in QUEUE_KEYS} | {("GK", k.part.rstrip(":")) for k in TENANT_GROUP_KEYS}
-    used = set(re.findall(r"\b(QK|GK)\.([a-z_]+)", source))
+    used = set(re.findall(r"\b(QK|GK)\.([a-z_]+)", code))
     assert used <= known, used - known
-    assert prelude in source
-    body = "\n".join(line.split("--", 1)[0] for line in source.replace(prelude, "").splitlines())  # code only
-    assert not re.search(r"G \.\. '[a-z_]+", body), "a tenant key part spelled inline"
-    assert not re.search(r"queue_key\([^)]*'[a-z_]+'\)", body), "a queue key part spelled inline"
+    assert not re.search(r"G \.\. '[a-z_]+", code), "a tenant key part spelled inline"
+    assert not re.search(r"queue_key\([^)]*'[a-z_]+'\)", code), "a queue key part spelled inline"
+
+
+@pytest.mark.parametrize("name", scripts.NAMES)
+def test_loaded_scripts_carry_the_literal_parts(name: str) -> None:
+    source = scripts.source(name)
+    assert lua_prelude() in source
+    assert not re.search(r"\b(QK|GK)\.[a-z]", source), "every key part was replaced by its literal"

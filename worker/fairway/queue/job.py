@@ -81,7 +81,7 @@ class Job:
                 f"job payload is {len(payload)} bytes, over the {limit}-byte limit; split the work into "
                 "smaller jobs with Client.enqueue_chunked(handler, rows, chunk_size=...)"
             )
-        if _depth(document) > MAX_DEPTH:
+        if payload.count(b"[") + payload.count(b"{") > MAX_DEPTH and _depth(document) > MAX_DEPTH:
             raise JobError(f"args/kwargs are nested deeper than {MAX_DEPTH - 2} levels; flatten them")
         return payload
 
@@ -157,17 +157,11 @@ def check_tries(tries: int) -> int:
     return tries
 
 
-class _Constant(str):
-    """NaN, Infinity or -Infinity where a document had one: kept as a marker so the id stays readable."""
-
-
 def _depth(value: Any) -> int:
     """Nesting depth of parsed JSON, without recursion (so any depth is measured safely)."""
     deepest, stack = 0, [(value, 1)]
     while stack:
         node, level = stack.pop()
-        if isinstance(node, _Constant):
-            raise JobError(f"payload is not JSON: {node} is not allowed (NaN and Infinity are not JSON)")
         if isinstance(node, dict | list):
             deepest = max(deepest, level)
             if level > MAX_DEPTH:
@@ -180,8 +174,9 @@ def decode(payload: bytes) -> Job:
     """Parse a document taken from Redis; JobError for anything that is not a well-formed job."""
     if len(payload) > MAX_DOCUMENT_BYTES:
         raise JobError(f"payload is {len(payload)} bytes, over the {MAX_DOCUMENT_BYTES}-byte limit a worker reads")
+    constants: list[str] = []  # NaN, Infinity or -Infinity met while parsing (the id stays readable)
     try:
-        doc = json.loads(payload, parse_constant=_Constant)
+        doc = json.loads(payload, parse_constant=lambda name: constants.append(name))
     except RecursionError:
         raise JobError(f"payload is nested deeper than {MAX_DEPTH} levels") from None
     except (UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError is a ValueError
@@ -191,6 +186,11 @@ def decode(payload: bytes) -> Job:
     raw_id = doc.get("id")
     job_id = raw_id if isinstance(raw_id, str) and 0 < len(raw_id) <= MAX_ID_LENGTH else None
     try:
+        if constants:
+            raise JobError(f"payload is not JSON: {constants[0]} is not allowed (NaN and Infinity are not JSON)")
+        # Deeper than MAX_DEPTH needs more brackets than that: most documents skip the walk.
+        if payload.count(b"[") + payload.count(b"{") > MAX_DEPTH and _depth(doc) > MAX_DEPTH:
+            raise JobError(f"payload is nested deeper than {MAX_DEPTH} levels")
         return _job(doc, job_id)
     except JobError as exc:
         exc.job_id = job_id
@@ -198,8 +198,6 @@ def decode(payload: bytes) -> Job:
 
 
 def _job(doc: dict[str, Any], job_id: str | None) -> Job:
-    if _depth(doc) > MAX_DEPTH:
-        raise JobError(f"payload is nested deeper than {MAX_DEPTH} levels")
     missing = [name for name in ("id", "handler", "queue") if not isinstance(doc.get(name), str)]
     if missing:
         raise JobError(f"payload lacks string field(s): {', '.join(missing)}")

@@ -82,19 +82,9 @@ class _Part:
 
 
 def lua_prelude() -> str:
-    """The key table as Lua constants, spliced before every script: `QK.ready`, `GK.ring`, ..."""
-
-    def table(name: str, parts: tuple[KeyPart, ...]) -> str:
-        fields = ", ".join(f"{k.part.rstrip(':')} = '{k.part}'" for k in parts)
-        return f"local {name} = {{{fields}}}"
-
-    return "\n".join(
-        [
-            "-- Generated from fairway/queue/keys.py: key parts after a queue's or a group's base.",
-            table("QK", QUEUE_KEYS),
-            table("GK", TENANT_GROUP_KEYS),
-        ]
-    )
+    """The comment that heads every script: where its key parts (written `QK.ready`, `GK.ring` in the
+    sources, replaced by the loader with the literal part) come from."""
+    return "-- Key parts are fairway/queue/keys.py's table, spliced in as literals by fairway.queue.scripts."
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ are is decided in one place, the builders in fairway.queue.calls.
 from __future__ import annotations
 
 import functools
+import re
 from importlib import resources
 from typing import Any
 
@@ -16,7 +17,7 @@ import redis
 
 from fairway.queue.calls import ScriptCall
 from fairway.queue.connection import RedisClient
-from fairway.queue.keys import lua_prelude
+from fairway.queue.keys import QUEUE_KEYS, TENANT_GROUP_KEYS, lua_prelude
 
 PRODUCER_SCRIPTS = ("enqueue", "enqueue_tenant")  # what other languages call: committed complete, in complete/
 NAMES = (
@@ -41,7 +42,8 @@ _INCLUDE = "-- #include "
 
 @functools.cache
 def source(name: str) -> str:
-    """A script's complete source, as Redis runs it."""
+    """A script's complete source, as Redis runs it: `QK.x` / `GK.x` are replaced by the key part
+    they name in fairway.queue.keys (at load time, so the hot path builds no tables)."""
     folder = resources.files("fairway.queue").joinpath("scripts")
     lines = folder.joinpath(f"{name}.lua").read_text().splitlines()
     shebang = [lines.pop(0)] if lines and lines[0].startswith("#!lua") else []
@@ -49,7 +51,23 @@ def source(name: str) -> str:
         folder.joinpath(line[len(_INCLUDE) :].strip()).read_text() if line.startswith(_INCLUDE) else line
         for line in lines
     ]
-    return "\n".join([*shebang, lua_prelude(), folder.joinpath("lib.lua").read_text(), *body])
+    text = "\n".join([*shebang, lua_prelude(), folder.joinpath("lib.lua").read_text(), *body])
+    return _KEY_PART.sub(_key_part, text)
+
+
+_KEY_PART = re.compile(r"\b(QK|GK)\.([a-z_]+)\b")
+_PARTS = {
+    "QK": {k.part.rstrip(":"): k.part for k in QUEUE_KEYS},
+    "GK": {k.part.rstrip(":"): k.part for k in TENANT_GROUP_KEYS},
+}
+
+
+def _key_part(match: re.Match[str]) -> str:
+    family, name = match.groups()
+    try:
+        return repr(_PARTS[family][name])
+    except KeyError:
+        raise ValueError(f"{family}.{name} is not in fairway.queue.keys' table") from None
 
 
 def complete_header(name: str) -> str:

@@ -1,5 +1,5 @@
--- Functions every script shares, spliced in by the loader (fairway/queue/scripts.py) after the
--- generated key table (QK: a queue's key parts, GK: a tenant group's).
+-- Functions every script shares, spliced in by the loader (fairway/queue/scripts.py). In the sources,
+-- QK.<part> names a queue's key part and GK.<part> a tenant group's; the loader writes the literal.
 
 -- The Redis server's clock in ms: every deadline and due time is on this one clock.
 local function now_ms()
@@ -12,30 +12,27 @@ local function queue_key(prefix, queue, part)
   return prefix .. ':{' .. queue .. '}:' .. part
 end
 
--- A job's counters live in its family's attempts hash: sha1(member) -> attempts started, and
--- sha1(member) .. ':lost' -> times it was running when its worker vanished (reservation expired).
-local function lost_field(sha) return sha .. ':lost' end
+-- A job's counters are one field of its family's attempts hash, sha1(member) -> attempts started
+-- + LOST x times it was running when its worker vanished (its reservation expired): one HINCRBY
+-- counts an attempt and reads both.
+local LOST = 1048576  -- 2^20: attempts never reach it (max_tries is at most 1,000)
 
 -- Forget a job's counters (it is done, or failed for good).
 local function forget_counts(attempts, member)
-  local sha = redis.sha1hex(member)
-  redis.call('HDEL', attempts, sha, lost_field(sha))
+  redis.call('HDEL', attempts, redis.sha1hex(member))
 end
 
 -- Count one more attempt of a job being reserved; {attempts started, times lost}.
 local function count_attempt(attempts, member)
-  local sha = redis.sha1hex(member)
-  local started = redis.call('HINCRBY', attempts, sha, 1)
-  return {started, tonumber(redis.call('HGET', attempts, lost_field(sha)) or 0)}
+  local both = redis.call('HINCRBY', attempts, redis.sha1hex(member), 1)
+  return {both % LOST, math.floor(both / LOST)}
 end
 
 -- A reservation expired: its worker vanished mid-job. The attempt is given back (losing a worker
 -- is not the job's failure) and counted as lost instead, so a job that kills every worker that
 -- runs it can still be stopped (the worker fails it past its lost limit).
 local function count_lost(attempts, member)
-  local sha = redis.sha1hex(member)
-  if redis.call('HINCRBY', attempts, sha, -1) <= 0 then redis.call('HDEL', attempts, sha) end
-  redis.call('HINCRBY', attempts, lost_field(sha), 1)
+  redis.call('HINCRBY', attempts, redis.sha1hex(member), LOST - 1)
 end
 
 -- Acknowledge a plain job: drop its reservation and its counters. 1, or 0 when the reservation had

@@ -1,10 +1,8 @@
 -- enqueue_tenant.lua, complete: generated from fairway/queue/scripts/ by fairway.queue.scripts.source;
 -- do not edit (a test keeps it equal). Call it with EVAL/EVALSHA as docs/protocol.md says.
--- Generated from fairway/queue/keys.py: key parts after a queue's or a group's base.
-local QK = {ready = 'ready', notify = 'notify', reserved = 'reserved', delayed = 'delayed', attempts = 'attempts', failed = 'failed', failed_index = 'failed_index', paused = 'paused', runtime = 'runtime'}
-local GK = {ring = 'ring', qring = 'qring', quarantined = 'quarantined', state = 'state', t = 't:', reserved = 'reserved', delayed = 'delayed', notify = 'notify', attempts = 'attempts', inflight = 'inflight', fails = 'fails:', stats = 'stats:', seen = 'seen', failed = 'failed', failed_index = 'failed_index', paused = 'paused', runtime = 'runtime'}
--- Functions every script shares, spliced in by the loader (fairway/queue/scripts.py) after the
--- generated key table (QK: a queue's key parts, GK: a tenant group's).
+-- Key parts are fairway/queue/keys.py's table, spliced in as literals by fairway.queue.scripts.
+-- Functions every script shares, spliced in by the loader (fairway/queue/scripts.py). In the sources,
+-- QK.<part> names a queue's key part and GK.<part> a tenant group's; the loader writes the literal.
 
 -- The Redis server's clock in ms: every deadline and due time is on this one clock.
 local function now_ms()
@@ -17,30 +15,27 @@ local function queue_key(prefix, queue, part)
   return prefix .. ':{' .. queue .. '}:' .. part
 end
 
--- A job's counters live in its family's attempts hash: sha1(member) -> attempts started, and
--- sha1(member) .. ':lost' -> times it was running when its worker vanished (reservation expired).
-local function lost_field(sha) return sha .. ':lost' end
+-- A job's counters are one field of its family's attempts hash, sha1(member) -> attempts started
+-- + LOST x times it was running when its worker vanished (its reservation expired): one HINCRBY
+-- counts an attempt and reads both.
+local LOST = 1048576  -- 2^20: attempts never reach it (max_tries is at most 1,000)
 
 -- Forget a job's counters (it is done, or failed for good).
 local function forget_counts(attempts, member)
-  local sha = redis.sha1hex(member)
-  redis.call('HDEL', attempts, sha, lost_field(sha))
+  redis.call('HDEL', attempts, redis.sha1hex(member))
 end
 
 -- Count one more attempt of a job being reserved; {attempts started, times lost}.
 local function count_attempt(attempts, member)
-  local sha = redis.sha1hex(member)
-  local started = redis.call('HINCRBY', attempts, sha, 1)
-  return {started, tonumber(redis.call('HGET', attempts, lost_field(sha)) or 0)}
+  local both = redis.call('HINCRBY', attempts, redis.sha1hex(member), 1)
+  return {both % LOST, math.floor(both / LOST)}
 end
 
 -- A reservation expired: its worker vanished mid-job. The attempt is given back (losing a worker
 -- is not the job's failure) and counted as lost instead, so a job that kills every worker that
 -- runs it can still be stopped (the worker fails it past its lost limit).
 local function count_lost(attempts, member)
-  local sha = redis.sha1hex(member)
-  if redis.call('HINCRBY', attempts, sha, -1) <= 0 then redis.call('HDEL', attempts, sha) end
-  redis.call('HINCRBY', attempts, lost_field(sha), 1)
+  redis.call('HINCRBY', attempts, redis.sha1hex(member), LOST - 1)
 end
 
 -- Acknowledge a plain job: drop its reservation and its counters. 1, or 0 when the reservation had
@@ -93,23 +88,23 @@ end
 
 -- Make a tenant's document ready; a tenant whose list was empty joins the ring it belongs in.
 local function push_tenant(G, id, doc, now)
-  local length = redis.call('RPUSH', G .. GK.t .. id, doc)
-  redis.call('RPUSH', G .. GK.notify, '1')
+  local length = redis.call('RPUSH', G .. 't:' .. id, doc)
+  redis.call('RPUSH', G .. 'notify', '1')
   if length == 1 then
-    if redis.call('SISMEMBER', G .. GK.quarantined, id) == 1 then
-      redis.call('RPUSH', G .. GK.qring, id)
+    if redis.call('SISMEMBER', G .. 'quarantined', id) == 1 then
+      redis.call('RPUSH', G .. 'qring', id)
     else
-      redis.call('RPUSH', G .. GK.ring, id)
+      redis.call('RPUSH', G .. 'ring', id)
     end
   end
-  redis.call('ZADD', G .. GK.seen, now, id)
+  redis.call('ZADD', G .. 'seen', now, id)
 end
 
 -- Failed attempts of a tenant within the quarantine window; drops buckets that have aged out.
 local function failures(group, id, now)
   local width = math.max(1, math.floor(group.quarantine_window_ms / 10))
   local current = math.floor(now / width)
-  local key = group.G .. GK.fails .. id
+  local key = group.G .. 'fails:' .. id
   local raw = redis.call('HGETALL', key)
   local total = 0
   for i = 1, #raw, 2 do
@@ -125,31 +120,31 @@ end
 local function record_failure(group, id, now)
   local window_ms = group.quarantine_window_ms
   local width = math.max(1, math.floor(window_ms / 10))
-  local key = group.G .. GK.fails .. id
+  local key = group.G .. 'fails:' .. id
   redis.call('HINCRBY', key, math.floor(now / width), 1)
   redis.call('PEXPIRE', key, window_ms + width)
   if failures(group, id, now) > group.quarantine_failures then
-    redis.call('SADD', group.G .. GK.quarantined, id)
+    redis.call('SADD', group.G .. 'quarantined', id)
   end
 end
 
 -- Per-tenant, per-minute figures: completed or failed, and the wait-time bucket (-1 = unknown).
 local function record_figures(G, id, now, outcome, wait_bucket)
-  local key = G .. GK.stats .. id .. ':' .. math.floor(now / 60000)
+  local key = G .. 'stats:' .. id .. ':' .. math.floor(now / 60000)
   redis.call('HINCRBY', key, outcome, 1)
   if wait_bucket >= 0 then redis.call('HINCRBY', key, 'w' .. wait_bucket, 1) end
   redis.call('EXPIRE', key, 3900)
-  redis.call('ZADD', G .. GK.seen, now, id)
+  redis.call('ZADD', G .. 'seen', now, id)
 end
 
 local function leave_flight(G, id)
-  if redis.call('HINCRBY', G .. GK.inflight, id, -1) <= 0 then redis.call('HDEL', G .. GK.inflight, id) end
+  if redis.call('HINCRBY', G .. 'inflight', id, -1) <= 0 then redis.call('HDEL', G .. 'inflight', id) end
 end
 
 -- Acknowledge a finished tenant job; figures ride in the same call.
 local function ack_tenant(G, member, wait_bucket)
-  if redis.call('ZREM', G .. GK.reserved, member) == 0 then return 0 end
-  forget_counts(G .. GK.attempts, member)
+  if redis.call('ZREM', G .. 'reserved', member) == 0 then return 0 end
+  forget_counts(G .. 'attempts', member)
   local id = split_member(member)
   leave_flight(G, id)
   record_figures(G, id, now_ms(), 'c', wait_bucket)
@@ -162,7 +157,7 @@ end
 -- of tenants. Returns {id, document, attempts, lost} or false.
 local function pop_tenant(group, u, deadline)
   local G = group.G
-  local ring, qring, state = G .. GK.ring, G .. GK.qring, G .. GK.state
+  local ring, qring, state = G .. 'ring', G .. 'qring', G .. 'state'
   for _ = 1, 16 do
     local nh, nq = redis.call('LLEN', ring), redis.call('LLEN', qring)
     if nh + nq == 0 then return false end
@@ -180,11 +175,11 @@ local function pop_tenant(group, u, deadline)
     local r, curf, nf = ring, 'cur', 'n'
     if slow then r, curf, nf = qring, 'qcur', 'qn' end
     local id = redis.call('LINDEX', r, 0)
-    if (not slow) and redis.call('SISMEMBER', G .. GK.quarantined, id) == 1 then
+    if (not slow) and redis.call('SISMEMBER', G .. 'quarantined', id) == 1 then
       redis.call('LPOP', ring)  -- quarantined since it joined the ring: to the slow lane, then draw again
       redis.call('RPUSH', qring, id)
     else
-      local list = G .. GK.t .. id
+      local list = G .. 't:' .. id
       local doc = redis.call('LPOP', list)
       if not doc then
         redis.call('LPOP', r)  -- an emptied list still in the ring: heal and draw again
@@ -197,7 +192,7 @@ local function pop_tenant(group, u, deadline)
           redis.call('HSET', state, curf, '', nf, 0)
         elseif slow and failures(group, id, now_ms()) <= group.quarantine_failures then
           redis.call('LPOP', qring)  -- its failures aged out: back to the healthy ring
-          redis.call('SREM', G .. GK.quarantined, id)
+          redis.call('SREM', G .. 'quarantined', id)
           redis.call('RPUSH', ring, id)
           redis.call('HSET', state, curf, '', nf, 0)
         elseif n >= group.max_consecutive_jobs then
@@ -207,10 +202,10 @@ local function pop_tenant(group, u, deadline)
           redis.call('HSET', state, curf, id, nf, n)
         end
         local member = id .. '\t' .. doc
-        local counts = count_attempt(G .. GK.attempts, member)
-        redis.call('ZADD', G .. GK.reserved, deadline, member)
-        redis.call('HINCRBY', G .. GK.inflight, id, 1)
-        redis.call('LPOP', G .. GK.notify)
+        local counts = count_attempt(G .. 'attempts', member)
+        redis.call('ZADD', G .. 'reserved', deadline, member)
+        redis.call('HINCRBY', G .. 'inflight', id, 1)
+        redis.call('LPOP', G .. 'notify')
         return {id, doc, counts[1], counts[2]}
       end
     end
@@ -223,7 +218,7 @@ local now = now_ms()
 local delay = tonumber(ARGV[3])
 for i = 5, #ARGV do
   if delay > 0 then
-    redis.call('ZADD', G .. GK.delayed, now + delay, id .. '\t' .. ARGV[i])
+    redis.call('ZADD', G .. 'delayed', now + delay, id .. '\t' .. ARGV[i])
   else
     push_tenant(G, id, ARGV[i], now)
   end
