@@ -98,33 +98,36 @@ def enqueue_tenant(
 Ack = tuple[Reservation, int]  # a job that succeeded, and its wait bucket (NO_WAIT_BUCKET when unknown)
 
 
+@dataclass(frozen=True)
+class ReserveCall:
+    """reserve.lua's KEYS and the ARGV that stay the same for a worker, built once; `call` adds what
+    changes per round trip (the hot path builds no more than that)."""
+
+    keys: list[str]
+    fixed: list[Any]
+
+    def call(self, acks: Sequence[Ack], draws: Sequence[float]) -> ScriptCall:
+        """Acknowledge `acks` and reserve up to len(draws) jobs, each drawn with its own uniform number."""
+        args = [*self.fixed, len(acks)]
+        for done, bucket in acks:
+            args += (done.queue, done.member, bucket)
+        args.append(len(draws))
+        args += map(repr, draws)
+        return ScriptCall("reserve", self.keys, args)
+
+
 def reserve(
-    globals_: GlobalKeys,
-    served: tuple[str, str],
-    group: TenantGroup | None,
-    *,
-    retry_after_ms: int,
-    strict: bool,
-    acks: Sequence[Ack],
-    draws: Sequence[float],
-) -> ScriptCall:
-    """The standalone hot path: acknowledge `acks` and reserve up to len(draws) jobs in one call, each
-    drawn with its own uniform number."""
-    return ScriptCall(
-        "reserve",
-        [globals_.active, *served],
-        [
-            globals_.prefix,
-            retry_after_ms,
-            "1" if strict else "0",
-            group.name if group else "",
-            *(group.argv() if group else _NO_GROUP_ARGV),
-            len(acks),
-            *(item for done, bucket in acks for item in (done.queue, done.member, bucket)),
-            len(draws),
-            *(repr(u) for u in draws),
-        ],
-    )
+    globals_: GlobalKeys, served: tuple[str, str], group: TenantGroup | None, *, retry_after_ms: int, strict: bool
+) -> ReserveCall:
+    """The standalone hot path's script call for one worker configuration."""
+    fixed = [
+        globals_.prefix,
+        retry_after_ms,
+        "1" if strict else "0",
+        group.name if group else "",
+        *(group.argv() if group else _NO_GROUP_ARGV),
+    ]
+    return ReserveCall([globals_.active, *served], fixed)
 
 
 def register(globals_: GlobalKeys, served: tuple[str, str], weights: dict[str, int], ttl_s: int) -> ScriptCall:

@@ -156,6 +156,9 @@ class StandaloneFetcher(Fetcher):
     def __init__(self, client: RedisClient, settings: WorkerSettings, rng: random.Random | None = None) -> None:
         super().__init__(client, settings, rng)
         self.served_keys = self.globals.served(tuple(self.served), (int(self.strict), *self.ranks))
+        self._reserve_call = calls.reserve(
+            self.globals, self.served_keys, self.group, retry_after_ms=self.retry_after_ms, strict=self.strict
+        )
         self._registered = False
 
     def refresh(self) -> None:
@@ -172,16 +175,8 @@ class StandaloneFetcher(Fetcher):
     def reserve(self, acks: Sequence[Ack] = (), count: int = 1) -> list[Reservation]:
         if not self._registered:
             self.refresh()
-        call = calls.reserve(
-            self.globals,
-            self.served_keys,
-            self.group,
-            retry_after_ms=self.retry_after_ms,
-            strict=self.strict,
-            acks=acks,
-            draws=[self.rng.random() for _ in range(count)],
-        )
-        flat = self.scripts.run_hot(call)
+        random = self.rng.random
+        flat = self.scripts.run_hot(self._reserve_call.call(acks, [random() for _ in range(count)]))
         return [
             Reservation(
                 flat[i].decode(),

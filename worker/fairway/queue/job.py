@@ -175,8 +175,10 @@ def decode(payload: bytes) -> Job:
     if len(payload) > MAX_DOCUMENT_BYTES:
         raise JobError(f"payload is {len(payload)} bytes, over the {MAX_DOCUMENT_BYTES}-byte limit a worker reads")
     constants: list[str] = []  # NaN, Infinity or -Infinity met while parsing (the id stays readable)
+    # Python's json reads NaN and Infinity; only a document that spells one is parsed with a collector.
+    collect = b"NaN" in payload or b"Infinity" in payload
     try:
-        doc = json.loads(payload, parse_constant=lambda name: constants.append(name))
+        doc = json.loads(payload, parse_constant=constants.append) if collect else json.loads(payload)
     except RecursionError:
         raise JobError(f"payload is nested deeper than {MAX_DEPTH} levels") from None
     except (UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError is a ValueError
@@ -209,6 +211,11 @@ def _job(doc: dict[str, Any], job_id: str | None) -> Job:
     tenant = doc.get("tenant")
     if tenant is not None and not (isinstance(tenant, str) and TENANT_ID_PATTERN.fullmatch(tenant)):
         raise JobError("payload tenant must be a tenant id (1-64 letters, digits, _ . -)")
+    if "timeout" not in doc and "max_tries" not in doc and "available_at" not in doc:
+        attempts, enqueued_at = doc.get("attempts", 0), doc.get("enqueued_at", 0)
+        if type(attempts) is int and type(enqueued_at) is int and 0 <= attempts < 2**31 and 0 <= enqueued_at <= 2**53:
+            # The common document: nothing optional to check (the full path below says the same).
+            return Job(job_id, doc["handler"], doc["queue"], args, kwargs, tenant, attempts, None, None, enqueued_at)
     try:
         return Job(
             id=job_id,
@@ -232,6 +239,8 @@ def _whole(doc: dict[str, Any], name: str, default: Any, bounds: tuple[int, int]
     value = doc.get(name, default)
     if value is None:
         return default
+    if type(value) is int and bounds[0] <= value <= bounds[1]:
+        return value
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise JobError(f"{name} must be a whole number, not {type(value).__name__}")
     if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):

@@ -376,8 +376,12 @@ class Worker:
         self._jobs_done += 1
         total, count = self._runtimes.get(reservation.queue, (0.0, 0))
         self._runtimes[reservation.queue] = (total + run_ms, count + 1)
-        self.joblog.finished(Finished(job, reservation, outcome, started_ms, finished_ms, run_ms, attempt.error, seq))
-        self._check_memory()
+        if self.joblog.fmt != "none":
+            self.joblog.finished(
+                Finished(job, reservation, outcome, started_ms, finished_ms, run_ms, attempt.error, seq)
+            )
+        if self.settings.memory_mib:
+            self._check_memory()
 
     def _reserved_for(self, reservation: Reservation, timeout_s: float) -> bool:
         """Make sure the reservation outlives the job: its timeout, the watchdog's grace, a margin. The

@@ -21,12 +21,15 @@
 -- #include tenant_lib.lua
 local prefix = ARGV[1]
 local group_name = ARGV[4]
-local group = read_group(ARGV, 5)
-local G = group.G
+local group, G = nil, nil
+if group_name ~= '' then
+  group = read_group(ARGV, 5)
+  G = group.G
+end
 
 local acks = tonumber(ARGV[10])
 for i = 11, 10 + 3 * acks, 3 do
-  if ARGV[i] == group_name then
+  if group and ARGV[i] == group_name then
     ack_tenant(G, ARGV[i + 1], tonumber(ARGV[i + 2]))
   else
     ack_job(queue_key(prefix, ARGV[i], QK.reserved), queue_key(prefix, ARGV[i], QK.attempts), ARGV[i + 1])
@@ -48,7 +51,7 @@ local deadline = now_ms() + tonumber(ARGV[2])
 -- One job from candidate `pick`, or nil when it has none (it then leaves the active set).
 local function take(pick, u)
   local q = candidates[pick]
-  if q == group_name then
+  if group and q == group_name then
     if redis.call('EXISTS', G .. GK.paused) == 0 then
       local got = pop_tenant(group, u, deadline)
       if got then
