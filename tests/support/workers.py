@@ -6,6 +6,7 @@ import io
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import tempfile
@@ -94,3 +95,44 @@ def done_keys(redis_url: str) -> list[str]:
 
 def started_keys(redis_url: str) -> list[str]:
     return [k.decode() for k in redis.Redis.from_url(redis_url).lrange("test:started", 0, -1)]
+
+
+def drain_under_kill_9(
+    redis_url: str,
+    keys: list[str],
+    worker_args: list[str],
+    *,
+    workers: int,
+    pause_s: tuple[float, float],
+    max_kills: int | None = None,
+    kill_for_s: float | None = None,
+    seed: int = 1,
+    timeout_s: float = 120,
+) -> int:
+    """Keep `workers` real worker processes running until every key in `keys` is done, SIGKILLing a
+    random one after each random pause while kills are allowed (at most `max_kills`, or for
+    `kill_for_s` seconds). Returns the number of kills."""
+    rng = random.Random(seed)
+    running: list[WorkerProcess] = []
+    kills = 0
+    started = time.monotonic()
+    try:
+        while len(set(done_keys(redis_url))) < len(keys):
+            assert time.monotonic() - started < timeout_s, f"only {len(set(done_keys(redis_url)))} of {len(keys)} done"
+            running = [w for w in running if w.poll() is None]
+            while len(running) < workers:
+                running.append(start_worker(redis_url, *worker_args))
+            time.sleep(rng.uniform(*pause_s))
+            killing = (max_kills is None or kills < max_kills) and (
+                kill_for_s is None or time.monotonic() - started < kill_for_s
+            )
+            if killing:
+                victim = rng.choice(running)
+                victim.send_signal(signal.SIGKILL)
+                victim.communicate(timeout=10)
+                kills += 1
+    finally:
+        for worker in running:
+            worker.terminate()
+            worker.communicate(timeout=10)
+    return kills

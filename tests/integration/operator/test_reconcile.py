@@ -244,17 +244,22 @@ async def test_ready_follows_the_deployments(k8s: Emulator, operator: Any, redis
     assert progressing is not None and progressing["status"] == "False"
 
 
+def degraded(name: str) -> Any:
+    """For `eventually`: the supervisor's Degraded condition once it is True."""
+
+    async def check() -> dict[str, Any] | None:
+        c = condition(await get(name), "Degraded")
+        return c if c and c["status"] == "True" else None
+
+    return check
+
+
 async def test_unreachable_redis_is_degraded_not_a_crash(k8s: Emulator, operator: Any) -> None:
     _, _, core = api()
     await asyncio.to_thread(core.create_namespaced_secret, NS, secret(NS, "redis", "redis://127.0.0.1:1/0"))
     await create(supervisor())
     assert await eventually(lambda: "fairway-shop" in children(k8s, "Deployment")), "workers still deployed"
-
-    async def degraded() -> dict[str, Any] | None:
-        c = condition(await get("shop"), "Degraded")
-        return c if c and c["status"] == "True" else None
-
-    found = await eventually(degraded)
+    found = await eventually(degraded("shop"))
     assert found and found["reason"] == "RedisUnreachable"
 
 
@@ -266,12 +271,7 @@ async def test_a_bad_url_in_the_secret_is_reported_and_the_workers_are_still_dep
     await asyncio.to_thread(core.create_namespaced_secret, NS, secret(NS, "redis", url))
     await create(supervisor())
     assert await eventually(lambda: "fairway-shop" in children(k8s, "Deployment")), "workers still deployed"
-
-    async def degraded() -> dict[str, Any] | None:
-        c = condition(await get("shop"), "Degraded")
-        return c if c and c["status"] == "True" else None
-
-    found = await eventually(degraded)
+    found = await eventually(degraded("shop"))
     assert found and "Secret 'redis'" in found["message"] and "redis://host:6379/0" in found["message"]
     assert "hunter2" not in str(await get("shop")), "the Secret's value is never copied into the status"
 

@@ -5,7 +5,6 @@ the noisy-neighbour result, at-least-once under kill -9, SIGTERM draining, timeo
 from __future__ import annotations
 
 import itertools
-import random
 import signal
 import time
 from collections import Counter
@@ -16,8 +15,8 @@ from fairway.queue.connection import connect
 from fairway.queue.figures import percentile
 from fairway.queue.inspector import Inspector
 from support.workers import (
-    WorkerProcess,
     done_keys,
+    drain_under_kill_9,
     job_lines,
     run_in_process,
     start_worker,
@@ -94,27 +93,8 @@ def test_2000_jobs_with_random_kills_of_concurrent_workers_all_complete(redis_ur
     config.write_text("retry_after_s: 2.5\ntimeout_s: 1\nkill_grace_s: 0.2\nmaintenance_interval_s: 0.2\n")
     keys = [f"job-{i}" for i in range(2000)]
     Client(redis_url).enqueue_many("record", [[key, 0.02] for key in keys], queue="bulk")
-    rng = random.Random(3)
-    workers: list[WorkerProcess] = []
-    kills = 0
-    deadline = time.monotonic() + 120
-    args = ("--queues", "bulk", "--config", str(config), "--concurrency", "8", "--log-format", "none")
-    try:
-        while set(done_keys(redis_url)) != set(keys):
-            assert time.monotonic() < deadline, f"only {len(set(done_keys(redis_url)))} of 2000 done"
-            workers = [w for w in workers if w.poll() is None]
-            while len(workers) < 2:
-                workers.append(start_worker(redis_url, *args))
-            time.sleep(rng.uniform(0.3, 1.0))
-            if kills < 8:
-                victim = rng.choice(workers)
-                victim.send_signal(signal.SIGKILL)
-                victim.communicate(timeout=10)
-                kills += 1
-    finally:
-        for worker in workers:
-            worker.terminate()
-            worker.communicate(timeout=10)
+    args = ["--queues", "bulk", "--config", str(config), "--concurrency", "8", "--log-format", "none"]
+    kills = drain_under_kill_9(redis_url, keys, args, workers=2, pause_s=(0.3, 1.0), max_kills=8, seed=3)
     done = done_keys(redis_url)
     assert set(done) == set(keys) and kills == 8
     assert len(done) - len(set(done)) <= 8 * 8, "a kill can repeat at most the jobs its 8 slots had finished"

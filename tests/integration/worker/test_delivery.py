@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import random
 import signal
 import time
 
 from fairway.queue.client import Client
 from fairway.queue.connection import connect
 from fairway.queue.inspector import Inspector
-from support.workers import WorkerProcess, done_keys, job_lines, start_worker, started_keys, wait_until
+from support.workers import done_keys, drain_under_kill_9, job_lines, start_worker, started_keys, wait_until
 
 
 def test_a_job_killed_mid_run_runs_again_on_another_worker(redis_url: str, tmp_path) -> None:
@@ -39,28 +38,8 @@ def test_2000_jobs_with_random_kills_are_all_done_at_least_once(redis_url: str, 
     config.write_text("retry_after_s: 2.5\ntimeout_s: 1\nkill_grace_s: 0.2\ntries: 100\nmaintenance_interval_s: 0.2\n")
     keys = [f"job-{i}" for i in range(2000)]
     Client(redis_url).enqueue_many("record", [[key, 0.005] for key in keys], queue="bulk")
-    rng = random.Random(42)
-    workers: list[WorkerProcess] = []
-    kills = 0
-    deadline = time.monotonic() + 120
-    try:
-        while set(done_keys(redis_url)) != set(keys):
-            assert time.monotonic() < deadline, f"only {len(set(done_keys(redis_url)))} of 2000 done"
-            workers = [w for w in workers if w.poll() is None]
-            while len(workers) < 2:
-                workers.append(
-                    start_worker(redis_url, "--queues", "bulk", "--config", str(config), "--log-format", "none")
-                )
-            time.sleep(rng.uniform(0.3, 1.0))
-            if kills < 8:
-                victim = rng.choice(workers)
-                victim.send_signal(signal.SIGKILL)
-                victim.communicate(timeout=10)
-                kills += 1
-    finally:
-        for worker in workers:
-            worker.kill()
-            worker.communicate(timeout=10)
+    args = ["--queues", "bulk", "--config", str(config), "--log-format", "none"]
+    kills = drain_under_kill_9(redis_url, keys, args, workers=2, pause_s=(0.3, 1.0), max_kills=8, seed=42)
     assert kills >= 4
     assert set(done_keys(redis_url)) == set(keys)
     assert len(started_keys(redis_url)) > len(keys), "kills landed mid-job and those jobs ran again"
@@ -143,29 +122,10 @@ def test_chaos_5000_jobs_3_workers_random_kill_9_for_60_s_with_the_default_tries
     config.write_text("retry_after_s: 2.5\ntimeout_s: 1\nkill_grace_s: 0.2\nmaintenance_interval_s: 0.2\n")
     keys = [f"job-{i}" for i in range(5000)]
     Client(redis_url).enqueue_many("record", [[key, 0.03] for key in keys], queue="chaos")
-    rng = random.Random(7)
-    workers: list[WorkerProcess] = []
-    kills = 0
-    chaos_ends = time.monotonic() + 60
-    deadline = chaos_ends + 90
-    try:
-        while len(set(done_keys(redis_url))) < len(keys):
-            assert time.monotonic() < deadline, f"only {len(set(done_keys(redis_url)))} of 5000 done"
-            workers = [w for w in workers if w.poll() is None]
-            while len(workers) < 3:
-                workers.append(
-                    start_worker(redis_url, "--queues", "chaos", "--config", str(config), "--log-format", "none")
-                )
-            time.sleep(rng.uniform(0.5, 2.0))
-            if time.monotonic() < chaos_ends:
-                victim = rng.choice(workers)
-                victim.send_signal(signal.SIGKILL)
-                victim.communicate(timeout=10)
-                kills += 1
-    finally:
-        for worker in workers:
-            worker.terminate()
-            worker.communicate(timeout=10)
+    args = ["--queues", "chaos", "--config", str(config), "--log-format", "none"]
+    kills = drain_under_kill_9(
+        redis_url, keys, args, workers=3, pause_s=(0.5, 2.0), kill_for_s=60, seed=7, timeout_s=150
+    )
     done = done_keys(redis_url)
     duplicates = len(done) - len(set(done))
     assert set(done) == set(keys), "every job completed"
