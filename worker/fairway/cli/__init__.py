@@ -4,23 +4,33 @@ Each verb's parser sits next to its command in the module for its layer; verbs t
 another package (the operator's `render` and `operator`) join through the `fairway.verbs` entry-point
 group, so this package never imports them. Verbs import what they need when they run, so
 `fairway validate` does not pay for redis or kopf.
-Exit codes: 0 success, 1 the input is invalid (or the work failed), 2 the input is unusable.
+Exit codes: 0 success, 1 the input is invalid (or the work failed), 2 the input is unusable or
+Redis is not reachable. No verb shows a traceback for either, and none for a closed pipe
+(`fairway tenants | head`).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Sequence
 from importlib.metadata import entry_points
 
+import fairway
 from fairway.cli import local_verbs, queue_verbs, resource_verbs, worker_verb
-from fairway.cli.common import Verb, VerbFailed
+from fairway.cli.common import UNUSABLE, Verb, VerbFailed
 
 PLUGIN_GROUP = "fairway.verbs"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fairway", description="Fair Redis job queues on Kubernetes.")
+    parser = argparse.ArgumentParser(
+        prog="fairway",
+        description="Fair Redis job queues on Kubernetes.",
+        epilog="Exit codes: 0 success; 1 invalid input or failed work; 2 unusable input or Redis not reachable.",
+    )
+    parser.add_argument("--version", action="version", version=f"fairway {fairway.__version__}")
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     for module in (resource_verbs, worker_verb, queue_verbs, local_verbs):
         module.register(verbs)
@@ -36,3 +46,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run(args)
     except VerbFailed as failed:
         return failed.code
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, and keep Python's exit-time flush quiet too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as exc:
+        reason = _redis_trouble(args, exc)
+        if reason is None:
+            raise
+        print(f"fairway {args.verb}: {reason}", file=sys.stderr)
+        return UNUSABLE
+
+
+def _redis_trouble(args: argparse.Namespace, exc: Exception) -> str | None:
+    """One line for a Redis that cannot be reached or a URL that is not one; None for anything else."""
+    import redis
+
+    from fairway.queue.connection import CONNECTION_ERRORS, redacted
+
+    url = getattr(args, "redis", None)
+    shown = redacted(url) if isinstance(url, str) else "the Redis URL"
+    if isinstance(exc, CONNECTION_ERRORS):
+        return f"cannot reach Redis at {shown} ({exc}); check that it runs and the URL (--redis or FAIRWAY_REDIS_URL)"
+    if isinstance(exc, redis.exceptions.AuthenticationError | redis.exceptions.NoPermissionError):
+        return f"Redis at {shown} refused the credentials ({type(exc).__name__}); check the user and password"
+    if isinstance(exc, ValueError) and isinstance(url, str) and "://" not in url:
+        return f"{shown!r} is not a Redis URL; write redis://host:6379/0, rediss://... or unix:///path"
+    return None

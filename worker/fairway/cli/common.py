@@ -4,6 +4,7 @@ manifests (validate, render, up), and the Redis options of the verbs that talk t
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -89,6 +90,17 @@ def print_errors(label: str, supervisors: list[Supervisor]) -> bool:
     return bad
 
 
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+REDIS_URL_HELP = f"Redis URL (default: $FAIRWAY_REDIS_URL, else {DEFAULT_REDIS_URL})"
+
+
+def redis_url_default() -> str:
+    """One rule for every verb: --redis, else FAIRWAY_REDIS_URL, else the local default."""
+    from fairway.queue.settings import REDIS_URL_ENV
+
+    return os.environ.get(REDIS_URL_ENV) or DEFAULT_REDIS_URL
+
+
 def add_redis_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--redis", default="redis://127.0.0.1:6379/0", help="Redis URL")
+    parser.add_argument("--redis", default=redis_url_default(), help=REDIS_URL_HELP)
     parser.add_argument("--cluster", action="store_true", help="the Redis is a Redis Cluster")
