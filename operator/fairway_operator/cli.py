@@ -60,12 +60,16 @@ def register(verbs: Any) -> None:
     operator = verbs.add_parser("operator", help="run the Kubernetes operator (kopf)")
     scope = operator.add_mutually_exclusive_group(required=True)
     scope.add_argument("--namespace", action="append", help="watch this namespace (repeatable)")
-    scope.add_argument("--all-namespaces", action="store_true", dest="all_namespaces")
+    scope.add_argument("--all-namespaces", action="store_true", dest="all_namespaces", help="watch every namespace")
     operator.add_argument("--peering", default=None, help="kopf peering name (a standby replica waits on it)")
     operator.add_argument("--priority", type=int, default=0, help="peering priority of this replica")
     operator.add_argument("--liveness", default="http://0.0.0.0:8080/healthz", help="liveness endpoint URL")
     operator.add_argument(
-        "--log-level", dest="log_level", default="info", choices=["debug", "info", "warning", "error"]
+        "--log-level",
+        dest="log_level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="log level (default info)",
     )
     operator.add_argument(
         "--worker-image", dest="worker_image", default=None, help="image for workers whose spec.worker.image is not set"

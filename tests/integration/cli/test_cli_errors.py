@@ -76,3 +76,59 @@ def test_a_closed_pipe_ends_a_verb_quietly(redis_url: str) -> None:
     err = proc.stderr.read()
     assert proc.wait(timeout=60) == 0
     assert "Traceback" not in err and "BrokenPipe" not in err
+
+
+def test_every_flag_and_argument_of_every_verb_says_what_it_is() -> None:
+    import argparse
+
+    from fairway.cli import build_parser
+
+    parser = build_parser()
+    (verbs,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    undocumented = [
+        f"{verb} {action.dest}"
+        for verb, sub in verbs.choices.items()
+        for action in sub._actions
+        if not isinstance(action, argparse._HelpAction) and not action.help
+    ]
+    assert undocumented == []
+
+
+def test_failed_retry_takes_ids_after_its_options(redis_url: str) -> None:
+    from support.workers import run_in_process
+
+    job_id = Client(redis_url).enqueue("fail", queue="default")
+    run_in_process(redis_url, queues=["default"], burst=True)
+    out = fairway("failed", "retry", "--queue", "default", job_id, "--redis", redis_url)
+    assert out.returncode == 0, out.stderr
+    assert fairway("failed", "forget", "--queue", "default", "--redis", redis_url, "x", "y").returncode == 1
+    assert "unrecognized arguments: --nope" in fairway("queues", "--nope").stderr
+
+
+def test_the_worker_says_what_it_serves_when_it_starts_and_why_it_stops(redis_url: str) -> None:
+    import signal
+    import time
+
+    from support.workers import wait_until, worker_env
+
+    admin = Client(redis_url).redis
+    admin.acl_setuser("w", enabled=True, passwords=["+s3cret"], keys=["*"], channels=["*"], commands=["+@all"])
+    try:
+        url = redis_url.replace("redis://", "redis://w:s3cret@")
+        Client(url).enqueue("noop", queue="high")
+        cmd = [sys.executable, "-m", "fairway.cli", "worker", "--redis", url, "--queues", "high,default"]
+        cmd += ["--weight", "high=3", "--concurrency", "2", "--block-for", "1"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=worker_env(url))
+        assert wait_until(lambda: admin.llen("fairway:{high}:ready") == 0, 15)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=15)
+    finally:
+        admin.acl_deluser("w")
+    assert proc.returncode == 0
+    assert "Redis redis://w:***@" in err and "s3cret" not in err + out
+    assert "started: queues high(weight 3), default(weight 1) (weighted)" in err
+    assert "concurrency 2" in err and "handlers " in err and "noop" in err
+    assert "SIGTERM received" in err and "stopped after 1 job (SIGTERM)" in err
+    (line,) = out.splitlines()
+    assert line[:4].isdigit() and "T" in line.split()[0] and line.split()[1] == "ok", line

@@ -40,7 +40,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    ids = getattr(args, "ids", None)
+    if extra and ids is not None and not any(item.startswith("-") for item in extra):
+        ids.extend(extra)  # `failed retry --queue default ID...`: ids after the options, as README shows
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     run: Verb = args.run
     try:
         return run(args)

@@ -68,7 +68,9 @@ def register(verbs: Verbs) -> None:
         default=None,
         help="start a private redis-server when no reachable URL is given (the default)",
     )
-    up.add_argument("--no-embedded-redis", dest="embedded_redis", action="store_false")
+    up.add_argument(
+        "--no-embedded-redis", dest="embedded_redis", action="store_false", help="fail instead of starting one"
+    )
     up.add_argument("--logs", default=None, help="folder for worker logs (default: a new temporary folder)")
     up.add_argument("--quiet", action="store_true", help="no live table")
     up.set_defaults(run=cmd_up)

@@ -87,7 +87,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     import logging
 
     import fairway.builtins  # noqa: F401  (registers noop, sleep, fail)
-    from fairway.queue.connection import connect_patiently
+    from fairway.queue.connection import connect_patiently, redacted
     from fairway.queue.fetch import fetcher_for
     from fairway.queue.handlers import load_modules, registry
     from fairway.queue.worker import Worker
@@ -99,6 +99,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         return UNUSABLE
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     load_modules(settings.handlers)
+    logging.getLogger("fairway.worker").info("Redis %s", redacted(settings.redis_url))
     with stop_on_signals() as stop:
         client = connect_patiently(
             settings.redis_url, settings.cluster, stop, socket_timeout_s=settings.block_for_s + 10
@@ -138,11 +139,13 @@ def register(verbs: Verbs) -> None:
     worker.add_argument("--tenants", metavar="PREFIX", help="serve the tenant group of queues PREFIX<id>")
     worker.add_argument("--tenant-weight", type=int, dest="tenant_weight", help="the tenant group's weight")
     worker.add_argument("--max-consecutive", type=int, dest="max_consecutive", help="K: jobs in a row per tenant")
-    worker.add_argument("--tries", type=int)
+    worker.add_argument("--tries", type=int, help="attempts per job unless the job says otherwise (default 1)")
     worker.add_argument("--timeout", type=float, help="seconds a job may run")
-    worker.add_argument("--max-jobs", type=int, dest="max_jobs")
+    worker.add_argument("--max-jobs", type=int, dest="max_jobs", help="jobs before this process recycles (0 = never)")
     worker.add_argument("--max-time", type=float, dest="max_time", help="seconds before recycling")
     worker.add_argument("--memory", type=int, help="MiB of RSS before recycling")
     worker.add_argument("--burst", action="store_true", help="exit once every served queue is empty")
-    worker.add_argument("--log-format", choices=["text", "json", "none"], dest="log_format")
+    worker.add_argument(
+        "--log-format", choices=["text", "json", "none"], dest="log_format", help="one line per job (default text)"
+    )
     worker.set_defaults(run=cmd_worker)

@@ -3,6 +3,7 @@ and the tests read the JSON lines)."""
 
 from __future__ import annotations
 
+import datetime
 import json
 from dataclasses import dataclass
 from typing import Literal, TextIO
@@ -11,6 +12,11 @@ from fairway.queue.calls import Reservation
 from fairway.queue.job import Job
 
 LogFormat = Literal["text", "json", "none"]
+
+
+def _iso(ms: int) -> str:
+    """UTC, to the millisecond: text lines sort and line up with the JSON lines' *_at fields."""
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).isoformat(timespec="milliseconds")
 
 
 @dataclass(frozen=True)
@@ -64,8 +70,8 @@ class JobLog:
         else:
             tail = f" error={f.error!r}" if f.error else ""
             self.out.write(
-                f"{f.outcome:<6} {f.queue} {f.job.handler} {f.job.id} attempt={f.reservation.attempts} "
-                f"wait={f.wait_ms}ms run={f.run_ms:.1f}ms{tail}\n"
+                f"{_iso(f.finished_ms)} {f.outcome:<6} {f.queue} {f.job.handler} {f.job.id} "
+                f"attempt={f.reservation.attempts} wait={f.wait_ms}ms run={f.run_ms:.1f}ms{tail}\n"
             )
 
     def malformed(self, served_name: str, tenant: str | None, job_id: str, attempt: int, reason: str) -> None:

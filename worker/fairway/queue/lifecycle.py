@@ -33,6 +33,8 @@ class StopSignals:
         self._previous: dict[int, Any] = {}
 
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        if not self.stopping:
+            log.info("%s received: taking no more jobs; running ones finish first", signal.Signals(signum).name)
         self.stopping = True
         self.reason = signal.Signals(signum).name
         if self.idle:

@@ -40,6 +40,7 @@ from fairway.queue.joblog import Finished, JobLog
 from fairway.queue.lifecycle import HARD_EXIT_CODE, Interrupted, RssProbe, StopSignals, Watchdog
 from fairway.queue.pool import Completion, JobPool, Running
 from fairway.queue.settings import WorkerSettings
+from fairway.resource.names import effective_weight
 
 log = logging.getLogger("fairway.worker")
 OUTAGE_BACKOFF_MAX_S = 1.0  # short: a worker is back within about a second of Redis
@@ -99,9 +100,26 @@ class Worker:
     def stop(self) -> None:
         self.signals.stopping = True
 
+    def banner(self) -> str:
+        """What this process serves, said once at start (the Redis URL with its password masked)."""
+        s = self.settings
+        weights = s.served_weights()
+        queues = ", ".join(f"{q}(weight {effective_weight(weights.get(q))})" if weights else q for q in s.queues)
+        order = "weighted" if weights else "strict left-to-right"
+        parts = [f"queues {queues or '-'} ({order})"]
+        if s.paused:
+            parts.append(f"paused {', '.join(s.paused)}")
+        if s.tenants is not None:
+            t = s.tenants
+            parts.append(f"tenant group {t.queue_prefix}* (K {t.max_consecutive_jobs}, weight {t.weight or 1})")
+        parts.append(f"handlers {', '.join(self.registry.names())}")
+        parts.append(f"concurrency {s.concurrency}")
+        return "; ".join(parts)
+
     def run(self) -> int:
         """Serve until stopped, recycled or (with --burst) drained: 0. With slots written off to stuck
         jobs: HARD_EXIT_CODE once the others are settled, so the process is replaced."""
+        log.info("worker %d started: %s", os.getpid(), self.banner())
         if self.signals.install():
             self.watchdog.start()
         try:
@@ -120,7 +138,7 @@ class Worker:
         while not self.signals.stopping and not self._should_recycle() and not self._stuck:
             try:
                 if self._tick() is Tick.DRAINED:
-                    self.signals.reason = "burst: queues empty"
+                    self.signals.reason = "burst: nothing ready or delayed in the served, unpaused queues"
                     break
                 if outage_started is not None:
                     log.warning("Redis is reachable again after %.1f s", self.clock() - outage_started)
@@ -162,7 +180,8 @@ class Worker:
         self.rss.close()
         with contextlib.suppress(Exception):
             self.joblog.flush()
-        log.info("worker stopped after %d jobs (%s)", self._jobs_done, self.exit_reason or "stopped")
+        jobs = f"{self._jobs_done} job{'' if self._jobs_done == 1 else 's'}"
+        log.info("worker stopped after %s (%s)", jobs, self.exit_reason or "stopped")
 
     def _should_recycle(self) -> bool:
         s = self.settings
