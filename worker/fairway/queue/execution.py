@@ -28,6 +28,20 @@ class Attempt:
     error: str | None = None  # "<Exception>: <message>", for the job log and the failure record
     detail: dict[str, Any] | None = None  # exception, message, traceback
 
+    @classmethod
+    def failed(cls, exc: BaseException) -> Attempt:
+        """The handler raised: retried or failed by tries, with the traceback for the failure record.
+        Call it inside the `except` block, where the traceback is the one being handled."""
+        return cls(
+            Outcome.RETRY,
+            f"{type(exc).__name__}: {exc}",
+            {"exception": type(exc).__name__, "message": str(exc), "traceback": traceback.format_exc()},
+        )
+
+    @classmethod
+    def timed_out(cls, timeout_s: float) -> Attempt:
+        return cls(Outcome.RETRY, f"JobTimeout: ran past its {timeout_s:g} s timeout")
+
 
 def run_handler(
     func: Callable[..., Any], job: Job, timeout_s: float, watchdog: Watchdog, kill_grace_s: float
@@ -44,13 +58,9 @@ def run_handler(
             asyncio.run(result)
         return Attempt(Outcome.OK)
     except JobTimeout:
-        return Attempt(Outcome.RETRY, f"JobTimeout: ran past its {timeout_s:g} s timeout")
+        return Attempt.timed_out(timeout_s)
     except Exception as exc:
-        return Attempt(
-            Outcome.RETRY,
-            f"{type(exc).__name__}: {exc}",
-            {"exception": type(exc).__name__, "message": str(exc), "traceback": traceback.format_exc()},
-        )
+        return Attempt.failed(exc)
     finally:
         if alarm:
             signal.setitimer(signal.ITIMER_REAL, 0)

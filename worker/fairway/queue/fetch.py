@@ -63,6 +63,11 @@ class Fetcher(ABC):
         """Acknowledge `acks` (jobs that succeeded) and reserve up to `count` jobs, each drawn by the
         weighted rule (and the tenant ring) as if it were the only one."""
 
+    @abstractmethod
+    def forget_registration(self) -> None:
+        """After an outage Redis may have restarted empty: forget what must be registered again
+        before the next reserve."""
+
     def wait_for_work(self, block_for_s: float, until_maintenance_s: float) -> None:
         """Idle until work may have arrived: at most `block_for_s`, waking for housekeeping."""
         time.sleep(POLL_S)
@@ -169,8 +174,7 @@ class StandaloneFetcher(Fetcher):
         self._registered = True
 
     def forget_registration(self) -> None:
-        """After an outage Redis may have restarted empty: register again before the next reserve."""
-        self._registered = False
+        self._registered = False  # the served set goes first again: reserve.lua draws from it
 
     def reserve(self, acks: Sequence[Ack] = (), count: int = 1) -> list[Reservation]:
         if not self._registered:
@@ -201,6 +205,9 @@ class StandaloneFetcher(Fetcher):
 
 
 class ClusterFetcher(Fetcher):
+    def forget_registration(self) -> None:
+        """Nothing: the cluster path reserves without a served set; the registry is refreshed on the timer."""
+
     def reserve(self, acks: Sequence[Ack] = (), count: int = 1) -> list[Reservation]:
         """Acknowledge each job on its own (other slots), then draw each job in a fresh weighted order."""
         for done, bucket in acks:

@@ -15,7 +15,6 @@ import inspect
 import queue
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -45,18 +44,6 @@ class Completion:
     attempt: Attempt
     finished_ms: int
     run_ms: float
-
-
-def _failed(exc: BaseException) -> Attempt:
-    return Attempt(
-        Outcome.RETRY,
-        f"{type(exc).__name__}: {exc}",
-        {"exception": type(exc).__name__, "message": str(exc), "traceback": traceback.format_exc()},
-    )
-
-
-def _timed_out(timeout_s: float) -> Attempt:
-    return Attempt(Outcome.RETRY, f"JobTimeout: ran past its {timeout_s:g} s timeout")
 
 
 class JobPool:
@@ -106,8 +93,8 @@ class JobPool:
         (a socket's, say) raised before its time was up is an ordinary failure."""
         elapsed = time.perf_counter() - running.started
         if isinstance(exc, TimeoutError) and elapsed >= running.timeout_s * 0.99:
-            return _timed_out(running.timeout_s)
-        return _failed(exc)
+            return Attempt.timed_out(running.timeout_s)
+        return Attempt.failed(exc)
 
     def _event_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:

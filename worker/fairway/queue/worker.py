@@ -32,7 +32,7 @@ import redis
 from fairway.queue.calls import NO_WAIT_BUCKET, Ack, Reservation
 from fairway.queue.connection import CONNECTION_ERRORS
 from fairway.queue.execution import Attempt, Outcome, run_handler
-from fairway.queue.fetch import POLL_S, Fetcher, StandaloneFetcher
+from fairway.queue.fetch import POLL_S, Fetcher
 from fairway.queue.figures import wait_bucket
 from fairway.queue.handlers import Registry, UnknownHandler
 from fairway.queue.job import Job, JobError, decode
@@ -149,8 +149,7 @@ class Worker:
                 if outage_started is None:
                     outage_started = self.clock()
                     log.error("Redis is unreachable (%s); retrying with backoff, nothing is lost", exc)
-                if isinstance(self.fetcher, StandaloneFetcher):
-                    self.fetcher.forget_registration()  # Redis may have restarted empty
+                self.fetcher.forget_registration()  # Redis may have restarted empty
                 with contextlib.suppress(Interrupted):  # a stop during the backoff: the loop ends
                     self._idle(functools.partial(time.sleep, backoff))
                 backoff = min(backoff * 2, OUTAGE_BACKOFF_MAX_S)
@@ -361,7 +360,7 @@ class Worker:
                 running.job.handler,
                 running.timeout_s,
             )
-            attempt = Attempt(Outcome.RETRY, f"JobTimeout: ran past its {running.timeout_s:g} s timeout")
+            attempt = Attempt.timed_out(running.timeout_s)
             run_ms = (time.perf_counter() - running.started) * 1000
             self._finish(running.reservation, running.job, attempt, running.started_ms, _now_ms(), run_ms, running.seq)
 
@@ -399,8 +398,7 @@ class Worker:
             self.joblog.finished(
                 Finished(job, reservation, outcome, started_ms, finished_ms, run_ms, attempt.error, seq)
             )
-        if self.settings.memory_mib:
-            self._check_memory()
+        self._check_memory()
 
     def _reserved_for(self, reservation: Reservation, timeout_s: float) -> bool:
         """Make sure the reservation outlives the job: its timeout, the watchdog's grace, a margin. The
