@@ -19,9 +19,7 @@ COMPLETE = Path(scripts.__file__).parent / "scripts" / "complete"
 @pytest.mark.parametrize("name", scripts.PRODUCER_SCRIPTS)
 def test_the_committed_complete_script_is_what_the_loader_builds(name: str) -> None:
     committed = (COMPLETE / f"{name}.lua").read_text()
-    assert committed == scripts.complete_header(name) + scripts.source(name) + "\n", (
-        f"regenerate {name}.lua: python -c 'from fairway.queue import scripts' ... (see scripts.complete_header)"
-    )
+    assert committed == scripts.complete_source(name), f"regenerate it: fairway scripts --out {COMPLETE}"
 
 
 def test_a_bare_eval_of_the_complete_scripts_enqueues_jobs_a_worker_runs(redis_url: str) -> None:

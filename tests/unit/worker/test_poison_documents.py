@@ -62,7 +62,7 @@ def test_a_readable_id_is_kept_on_a_malformed_document() -> None:
 
 
 def test_oversized_documents_are_refused_before_parsing() -> None:
-    with pytest.raises(JobError, match="limit a worker reads"):
+    with pytest.raises(JobError, match="524288-byte limit"):
         decode(b" " * (MAX_DOCUMENT_BYTES + 1))
 
 

@@ -87,9 +87,11 @@ def enqueue(k: QueueKeys, globals_: GlobalKeys | None, document: bytes, delay_ms
 
 
 def enqueue_tenant(
-    g: TenantGroupKeys, active: str | None, tenant: str, documents: Sequence[bytes], delay_ms: int
+    g: TenantGroupKeys, globals_: GlobalKeys | None, tenant: str, documents: Sequence[bytes], delay_ms: int
 ) -> ScriptCall:
-    return ScriptCall("enqueue_tenant", [g.ring, *_active(active)], [g.base, tenant, delay_ms, g.name, *documents])
+    """`globals_` on a standalone Redis only: the active set and the registry, in the same step."""
+    registry = [globals_.active, globals_.queues] if globals_ is not None else []
+    return ScriptCall("enqueue_tenant", [g.ring, *registry], [g.base, tenant, delay_ms, g.name, *documents])
 
 
 # -- reserving ---------------------------------------------------------------------------------------

@@ -6,9 +6,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from fairway.queue.connection import RedisClient, connect
-from fairway.queue.job import MAX_PAYLOAD_BYTES, JobError, check_tenant_id, new_job
-from fairway.queue.keys import DEFAULT_PREFIX
+from fairway.queue.job import MAX_DOCUMENT_BYTES, JobError, check_tenant_id, new_job
+from fairway.queue.keys import DEFAULT_PREFIX, served_name_of_group
 from fairway.queue.producer import Producer
+from fairway.queue.progress import ProgressBoard
 from fairway.resource.names import DEFAULT_TENANT_PREFIX, QUEUE_NAME, QUEUE_NAME_RULE
 
 
@@ -27,8 +28,13 @@ class Client:
         cluster: bool | None = None,
         prefix: str = DEFAULT_PREFIX,
         tenant_prefix: str = DEFAULT_TENANT_PREFIX,
-        max_payload_bytes: int = MAX_PAYLOAD_BYTES,
+        max_payload_bytes: int = MAX_DOCUMENT_BYTES,
     ) -> None:
+        if isinstance(max_payload_bytes, bool) or not 1 <= max_payload_bytes <= MAX_DOCUMENT_BYTES:
+            raise ValueError(
+                f"max_payload_bytes must be from 1 to {MAX_DOCUMENT_BYTES} (the protocol's limit, which the "
+                f"enqueue scripts and the workers enforce too); got {max_payload_bytes!r}"
+            )
         if client is None:
             if redis_url is None:
                 raise ValueError("Client needs a redis_url or a client")
@@ -52,12 +58,22 @@ class Client:
         delay: float | None = None,
         max_tries: int | None = None,
         timeout: float | None = None,
+        job_id: str | None = None,
         **kwargs: Any,
     ) -> str:
-        """Enqueue one job; returns its id. `delay` is in seconds."""
+        """Enqueue one job; returns its id. `delay` is in seconds. `job_id` replaces the generated id:
+        after a timeout (outcome unknown), enqueue again with the same id so handlers can dedupe."""
         target = self._queue_for(queue, tenant)
         job = new_job(
-            handler, target, list(args), kwargs, tenant=tenant, delay_s=delay, max_tries=max_tries, timeout=timeout
+            handler,
+            target,
+            list(args),
+            kwargs,
+            tenant=tenant,
+            delay_s=delay,
+            max_tries=max_tries,
+            timeout=timeout,
+            job_id=job_id,
         )
         payload, delay_ms = job.encode(self.max_payload_bytes), int((delay or 0) * 1000)
         if tenant is not None:
@@ -102,6 +118,14 @@ class Client:
             raise JobError("chunk_size must be at least 1")
         chunks = [[list(rows[start : start + chunk_size])] for start in range(0, len(rows), chunk_size)]
         return self.enqueue_many(handler, chunks, queue=queue, tenant=tenant)
+
+    def progress(self, job_id: str, *, queue: str | None = None, tenant: str | None = None) -> dict[str, Any] | None:
+        """A job's last progress report ({fraction, message, at (ms), attempt}), or None when it has not
+        reported (or reported over a day ago). Name the queue (or the tenant) it was enqueued to."""
+        served = served_name_of_group(self.tenant_prefix) if tenant is not None else self._queue_for(queue, None)
+        if tenant is not None:
+            check_tenant_id(tenant)
+        return ProgressBoard(self.redis, self.producer.prefix).read(served, job_id)
 
     def close(self) -> None:
         self.redis.close()

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from fairway.queue.context import JobContext, running
 from fairway.queue.job import Job
 from fairway.queue.lifecycle import JobTimeout, Watchdog
 
@@ -44,7 +45,7 @@ class Attempt:
 
 
 def run_handler(
-    func: Callable[..., Any], job: Job, timeout_s: float, watchdog: Watchdog, kill_grace_s: float
+    func: Callable[..., Any], job: Job, context: JobContext, timeout_s: float, watchdog: Watchdog, kill_grace_s: float
 ) -> Attempt:
     """Call the handler (awaiting it when it is a coroutine); SIGALRM stops it at `timeout_s`, and the
     watchdog exits the process if it ignores that for `kill_grace_s` more."""
@@ -53,9 +54,10 @@ def run_handler(
     try:
         if alarm:
             signal.setitimer(signal.ITIMER_REAL, timeout_s)
-        result = func(*job.args, **job.kwargs)
-        if inspect.iscoroutine(result):
-            asyncio.run(result)
+        with running(context):
+            result = func(*job.args, **job.kwargs)
+            if inspect.iscoroutine(result):
+                asyncio.run(result)
         return Attempt(Outcome.OK)
     except JobTimeout:
         return Attempt.timed_out(timeout_s)

@@ -11,7 +11,7 @@ from typing import Any
 from fairway.queue.connection import RedisClient
 from fairway.queue.figures import QueueStats, TenantFigures, add_minute
 from fairway.queue.job import JobError, decode
-from fairway.queue.keys import DEFAULT_PREFIX, GlobalKeys, QueueKeys, TenantGroupKeys, family_keys
+from fairway.queue.keys import DEFAULT_PREFIX, GlobalKeys, QueueKeys, TenantGroupKeys, family_keys, is_group_name
 
 TENANTS_FORGOTTEN_AFTER_MS = 3_600_000  # a tenant quiet for an hour leaves the tenant list
 
@@ -30,21 +30,25 @@ class Inspector:
         return sorted(q.decode() if isinstance(q, bytes) else str(q) for q in self.client.smembers(self.globals.queues))
 
     def stats(self, queues: Sequence[str]) -> list[QueueStats]:
-        """Per-queue figures in one pipelined round trip (per node on a cluster)."""
+        """Per-queue figures in one pipelined round trip (per node on a cluster). A tenant group
+        ('@<queuePrefix>') is one row: its ready jobs are its notify tokens (one per ready job, across
+        all its tenants), and its oldest age is not read (that would take a read per tenant)."""
         with self.client.pipeline(transaction=False) as pipe:
             for queue in queues:
-                k = QueueKeys(self.prefix, queue)
-                pipe.llen(k.ready)
+                k = family_keys(self.prefix, queue)
+                pipe.llen(k.ready if isinstance(k, QueueKeys) else k.notify)
                 pipe.zcard(k.reserved)
                 pipe.zcard(k.delayed)
                 pipe.hlen(k.failed)
                 pipe.exists(k.paused)
-                pipe.lindex(k.ready, 0)
-            raw = pipe.execute()
+                if isinstance(k, QueueKeys):
+                    pipe.lindex(k.ready, 0)
+            raw = iter(pipe.execute())
         now = now_ms()
         out = []
-        for index, queue in enumerate(queues):
-            ready, reserved, delayed, failed, paused, head = raw[index * 6 : index * 6 + 6]
+        for queue in queues:
+            ready, reserved, delayed, failed, paused = (next(raw) for _ in range(5))
+            head = None if is_group_name(queue) else next(raw)
             out.append(
                 QueueStats(queue, int(ready), int(reserved), int(delayed), int(failed), bool(paused), _age_s(head, now))
             )

@@ -20,14 +20,18 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-MAX_PAYLOAD_BYTES = 512 * 1024  # the producer's default limit; bigger work is chunked at dispatch
-MAX_DOCUMENT_BYTES = 4 * 1024 * 1024  # the most a worker decodes, whatever a producer's limit was
+# The protocol's limits (docs/protocol.md): producers, the producer scripts and workers apply the same.
+MAX_DOCUMENT_BYTES = 512 * 1024  # one job document; bigger work is chunked at dispatch
+MAX_DOCUMENTS_PER_CALL = 1000  # per script call or transaction: short script runs, bounded requests
+MAX_TENANT_ID_LENGTH = 64
 MAX_DEPTH = 64  # nesting of arrays and objects in a document, args and kwargs included
 MAX_TIMEOUT_S = 7 * 86_400  # a job's own timeout: positive, finite, at most a week
 MAX_DELAY_S = 366 * 86_400  # how far ahead a job may be scheduled
 MAX_TRIES = 1000
 MAX_ID_LENGTH = 256
-TENANT_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+ID_PATTERN = re.compile(rf"[A-Za-z0-9_.:-]{{1,{MAX_ID_LENGTH}}}")  # what a producer may choose as a job id
+PROTOCOL_VERSION = 1  # the document's `v`; absent means 1. Additive changes keep it (docs/protocol.md)
+TENANT_ID_PATTERN = re.compile(rf"[A-Za-z0-9][A-Za-z0-9_.-]{{0,{MAX_TENANT_ID_LENGTH - 1}}}")
 HANDLER_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_.:]{0,199}")
 MS_RANGE = (0, 2**53)  # timestamps in ms: non-negative and exact in any language's double
 
@@ -58,9 +62,10 @@ class Job:
     enqueued_at: int = 0  # ms since the epoch, producer's clock
     available_at: int | None = None  # ms; set for delayed jobs, so their wait starts when they are due
 
-    def encode(self, limit: int = MAX_PAYLOAD_BYTES) -> bytes:
+    def encode(self, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
         document: dict[str, Any] = {
             "id": self.id,
+            "v": PROTOCOL_VERSION,
             "handler": self.handler,
             "queue": self.queue,
             "args": self.args,
@@ -101,6 +106,7 @@ def new_job(
     max_tries: int | None = None,
     timeout: float | None = None,
     now_ms: int | None = None,
+    job_id: str | None = None,
 ) -> Job:
     """A new job, every option checked here, where the producer can still be told what to fix."""
     if not isinstance(handler, str) or not HANDLER_PATTERN.fullmatch(handler):
@@ -110,7 +116,7 @@ def new_job(
     delay_ms = check_delay_ms(delay_s)
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     return Job(
-        id=uuid.uuid4().hex,
+        id=uuid.uuid4().hex if job_id is None else check_job_id(job_id),
         handler=handler,
         queue=queue,
         args=list(args),
@@ -121,6 +127,13 @@ def new_job(
         enqueued_at=now,
         available_at=now + delay_ms if delay_ms else None,
     )
+
+
+def check_job_id(job_id: str) -> str:
+    """A producer-chosen id (to enqueue the same job again after a timeout, say): safe in keys and logs."""
+    if not isinstance(job_id, str) or not ID_PATTERN.fullmatch(job_id):
+        raise JobError(f"job id {job_id!r} is invalid: use 1-{MAX_ID_LENGTH} letters, digits, '_', '.', ':' or '-'")
+    return job_id
 
 
 def check_tenant_id(tenant: str) -> str:
@@ -170,10 +183,19 @@ def _depth(value: Any) -> int:
     return deepest
 
 
+# A too-large document is not parsed; its id is still read when it is the first field, as producers write it.
+_LEADING_ID = re.compile(rb'\s*\{\s*"id"\s*:\s*"(%s)"' % ID_PATTERN.pattern.encode())
+
+
 def decode(payload: bytes) -> Job:
     """Parse a document taken from Redis; JobError for anything that is not a well-formed job."""
     if len(payload) > MAX_DOCUMENT_BYTES:
-        raise JobError(f"payload is {len(payload)} bytes, over the {MAX_DOCUMENT_BYTES}-byte limit a worker reads")
+        leading_id = _LEADING_ID.match(payload)
+        raise JobError(
+            f"payload is {len(payload)} bytes, over the protocol's {MAX_DOCUMENT_BYTES}-byte limit; the producer "
+            "must split the work into smaller jobs",
+            leading_id.group(1).decode() if leading_id else None,
+        )
     constants: list[str] = []  # NaN, Infinity or -Infinity met while parsing (the id stays readable)
     # Python's json reads NaN and Infinity; only a document that spells one is parsed with a collector.
     collect = b"NaN" in payload or b"Infinity" in payload
@@ -205,6 +227,12 @@ def _job(doc: dict[str, Any], job_id: str | None) -> Job:
         raise JobError(f"payload lacks string field(s): {', '.join(missing)}")
     if job_id is None:
         raise JobError(f"payload id must be a string of 1 to {MAX_ID_LENGTH} characters")
+    version = doc.get("v", PROTOCOL_VERSION)
+    if version != PROTOCOL_VERSION or isinstance(version, bool):
+        raise JobError(
+            f"payload v {version!r} is not a protocol version this worker reads (it reads {PROTOCOL_VERSION}): "
+            "upgrade the workers, then retry it with `fairway failed retry`"
+        )
     args, kwargs = doc.get("args", []), doc.get("kwargs", {})
     if not isinstance(args, list) or not isinstance(kwargs, dict):
         raise JobError("payload args must be a JSON array and kwargs a JSON object")

@@ -35,6 +35,7 @@ QUEUE_KEYS: tuple[KeyPart, ...] = (
     KeyPart("failed_index", "sorted set", "job id -> failed at (ms); the newest 100,000 are kept"),
     KeyPart("paused", "string", "exists while the queue is paused"),
     KeyPart("runtime", "hash", "per minute: total run time (ms) and jobs, for the auto-balancer; 15 minutes"),
+    KeyPart("progress:", "string", "`progress:<job id>`: the job's last progress report (JSON); expires after a day"),
 )
 
 TENANT_GROUP_KEYS: tuple[KeyPart, ...] = (
@@ -55,11 +56,12 @@ TENANT_GROUP_KEYS: tuple[KeyPart, ...] = (
     KeyPart("failed_index", "sorted set", "job id -> failed at (ms)"),
     KeyPart("paused", "string", "exists while the group is paused"),
     KeyPart("runtime", "hash", "per minute: total run time (ms) and jobs, for the auto-balancer"),
+    KeyPart("progress:", "string", "`progress:<job id>`: the job's last progress report (JSON); expires after a day"),
 )
 
 GLOBAL_KEYS: tuple[KeyPart, ...] = (
     KeyPart("active", "set", "standalone Redis only: served names that may hold ready jobs"),
-    KeyPart("queues", "set", "every queue enqueued to or served (for `fairway queues`)"),
+    KeyPart("queues", "set", "every served name enqueued to or served: queues, and tenant groups as `@<queuePrefix>`"),
     KeyPart(
         "served:",
         "set + hash",
@@ -106,6 +108,9 @@ class QueueKeys:
     paused = _Part(QUEUE_KEYS, "paused")
     runtime = _Part(QUEUE_KEYS, "runtime")
 
+    def progress(self, job_id: str) -> str:
+        return f"{self.base}progress:{job_id}"
+
 
 @dataclass(frozen=True)
 class TenantGroupKeys:
@@ -147,6 +152,9 @@ class TenantGroupKeys:
 
     def fails(self, tenant_id: str) -> str:
         return f"{self.base}fails:{tenant_id}"
+
+    def progress(self, job_id: str) -> str:
+        return f"{self.base}progress:{job_id}"
 
 
 @dataclass(frozen=True)

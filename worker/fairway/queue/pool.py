@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from fairway.queue.calls import Reservation
+from fairway.queue.context import JobContext
+from fairway.queue.context import running as running_job
 from fairway.queue.execution import Attempt, Outcome
 from fairway.queue.job import Job
 
@@ -36,6 +38,7 @@ class Running:
     started: float  # perf_counter at start, for run time
     deadline: float
     is_async: bool
+    context: JobContext
 
 
 @dataclass(frozen=True)
@@ -70,9 +73,10 @@ class JobPool:
     def _run_sync(self, running: Running, func: Callable[..., Any]) -> None:
         job = running.job
         try:
-            result = func(*job.args, **job.kwargs)
-            if inspect.iscoroutine(result):  # a plain def that returned a coroutine: run it here
-                asyncio.run(asyncio.wait_for(result, running.timeout_s))
+            with running_job(running.context):
+                result = func(*job.args, **job.kwargs)
+                if inspect.iscoroutine(result):  # a plain def that returned a coroutine: run it here
+                    asyncio.run(asyncio.wait_for(result, running.timeout_s))
             attempt = Attempt(Outcome.OK)
         except BaseException as exc:  # a job's exception never escapes into the pool
             attempt = self._outcome_of(running, exc)
@@ -81,7 +85,8 @@ class JobPool:
     async def _run_async(self, running: Running, func: Callable[..., Any]) -> None:
         job = running.job
         try:
-            await asyncio.wait_for(func(*job.args, **job.kwargs), running.timeout_s)
+            with running_job(running.context):  # this task's own context: wait_for's task copies it
+                await asyncio.wait_for(func(*job.args, **job.kwargs), running.timeout_s)
             attempt = Attempt(Outcome.OK)
         except BaseException as exc:
             attempt = self._outcome_of(running, exc)

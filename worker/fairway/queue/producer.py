@@ -2,14 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+
+import redis
 
 from fairway.queue import calls
 from fairway.queue.connection import RedisClient, is_cluster
-from fairway.queue.keys import DEFAULT_PREFIX, GlobalKeys, QueueKeys, TenantGroupKeys, is_group_name
+from fairway.queue.job import MAX_DOCUMENTS_PER_CALL as BATCH
+from fairway.queue.job import JobError
+from fairway.queue.keys import DEFAULT_PREFIX, GlobalKeys, QueueKeys, TenantGroupKeys
 from fairway.queue.scripts import Scripts
 
-BATCH = 1000  # documents per call or transaction: short script runs, bounded request sizes
+# The error codes the producer scripts refuse a call with (docs/protocol.md); nothing was written.
+REFUSALS = ("TOO_LARGE", "TOO_MANY", "BAD_DOCUMENT", "BAD_DELAY", "BAD_QUEUE", "BAD_TENANT", "BAD_KEYS")
+
+
+@contextmanager
+def refusals_as_job_errors() -> Iterator[None]:
+    """A script's refusal is the caller's bad input, not a Redis failure: raise it as a JobError."""
+    try:
+        yield
+    except redis.ResponseError as exc:
+        if str(exc).split(" ", 1)[0] in REFUSALS:
+            raise JobError(str(exc)) from None
+        raise
 
 
 class Producer:
@@ -32,7 +49,8 @@ class Producer:
         if self.cluster:
             self.remember([queue])
         standalone = None if self.cluster else self.globals
-        self.scripts.run(calls.enqueue(QueueKeys(self.prefix, queue), standalone, payload, delay_ms))
+        with refusals_as_job_errors():
+            self.scripts.run(calls.enqueue(QueueKeys(self.prefix, queue), standalone, payload, delay_ms))
 
     def enqueue_many(self, queue: str, payloads: Sequence[bytes]) -> None:
         """Bulk enqueue: one transaction per batch (the registry in it on a standalone Redis), all or
@@ -51,13 +69,18 @@ class Producer:
                 pipe.execute()
 
     def enqueue_tenant(self, queue_prefix: str, tenant: str, payloads: Sequence[bytes], delay_ms: int = 0) -> None:
-        """Tenant jobs: onto the tenant's list, the tenant onto the ring if it was idle; one call per batch."""
+        """Tenant jobs: onto the tenant's list, the tenant onto the ring if it was idle; one call per batch
+        (the group registered in it on a standalone Redis, before it on a cluster)."""
         g = TenantGroupKeys(self.prefix, queue_prefix)
+        if self.cluster and payloads:
+            self.remember([g.name])
+        standalone = None if self.cluster else self.globals
         for start in range(0, len(payloads), BATCH):
-            self.scripts.run(calls.enqueue_tenant(g, self.active, tenant, payloads[start : start + BATCH], delay_ms))
+            with refusals_as_job_errors():
+                self.scripts.run(calls.enqueue_tenant(g, standalone, tenant, payloads[start : start + BATCH], delay_ms))
 
-    def remember(self, queues: Iterable[str]) -> None:
-        """Register queues for `fairway queues` (tenant groups are listed by `fairway tenants`)."""
-        names = [q for q in queues if not is_group_name(q)]
+    def remember(self, names: Iterable[str]) -> None:
+        """Register served names (queues, tenant groups) for `fairway queues`."""
+        names = list(names)
         if names:
             self.client.sadd(self.globals.queues, *names)

@@ -2,8 +2,9 @@
 
 Every script gets, after an optional `#!lua` shebang, the generated key table (`QK`, `GK` from
 fairway.queue.keys) and `lib.lua` (time, acks, failure-store trimming); a script that says
-`-- #include tenant_lib.lua` gets the tenant-group functions too. What each script's KEYS and ARGV
-are is decided in one place, the builders in fairway.queue.calls.
+`-- #include tenant_lib.lua` gets the tenant-group functions too, and `producer_lib.lua` the checks
+the producer scripts make (with the protocol's limits from fairway.queue.job as `LIMIT.x`). What
+each script's KEYS and ARGV are is decided in one place, the builders in fairway.queue.calls.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import redis
 
 from fairway.queue.calls import ScriptCall
 from fairway.queue.connection import RedisClient
+from fairway.queue.job import MAX_DELAY_S, MAX_DOCUMENT_BYTES, MAX_DOCUMENTS_PER_CALL, MAX_TENANT_ID_LENGTH
 from fairway.queue.keys import QUEUE_KEYS, TENANT_GROUP_KEYS, lua_prelude
 
 PRODUCER_SCRIPTS = ("enqueue", "enqueue_tenant")  # what other languages call: committed complete, in complete/
@@ -55,10 +57,17 @@ def source(name: str) -> str:
     return _KEY_PART.sub(_key_part, text)
 
 
-_KEY_PART = re.compile(r"\b(QK|GK)\.([a-z_]+)\b")
-_PARTS = {
+_KEY_PART = re.compile(r"\b(QK|GK|LIMIT)\.([a-z_]+)\b")
+_PARTS: dict[str, dict[str, str | int]] = {
     "QK": {k.part.rstrip(":"): k.part for k in QUEUE_KEYS},
     "GK": {k.part.rstrip(":"): k.part for k in TENANT_GROUP_KEYS},
+    # the protocol's limits, enforced by the producer scripts exactly as by the Python client
+    "LIMIT": {
+        "document_bytes": MAX_DOCUMENT_BYTES,
+        "documents_per_call": MAX_DOCUMENTS_PER_CALL,
+        "delay_ms": MAX_DELAY_S * 1000,
+        "tenant_id_length": MAX_TENANT_ID_LENGTH,
+    },
 }
 
 
@@ -70,10 +79,14 @@ def _key_part(match: re.Match[str]) -> str:
         raise ValueError(f"{family}.{name} is not in fairway.queue.keys' table") from None
 
 
-def complete_header(name: str) -> str:
+def complete_source(name: str) -> str:
+    """A producer script as one self-contained file, as committed in scripts/complete/ (a test keeps
+    them equal) and printed by `fairway scripts`: what other languages load with SCRIPT LOAD or EVAL."""
     return (
         f"-- {name}.lua, complete: generated from fairway/queue/scripts/ by fairway.queue.scripts.source;\n"
         "-- do not edit (a test keeps it equal). Call it with EVAL/EVALSHA as docs/protocol.md says.\n"
+        + source(name)
+        + "\n"
     )
 
 

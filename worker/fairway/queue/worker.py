@@ -31,6 +31,7 @@ import redis
 
 from fairway.queue.calls import NO_WAIT_BUCKET, Ack, Reservation
 from fairway.queue.connection import CONNECTION_ERRORS
+from fairway.queue.context import JobContext
 from fairway.queue.execution import Attempt, Outcome, run_handler
 from fairway.queue.fetch import POLL_S, Fetcher
 from fairway.queue.figures import wait_bucket
@@ -39,6 +40,7 @@ from fairway.queue.job import Job, JobError, decode
 from fairway.queue.joblog import Finished, JobLog
 from fairway.queue.lifecycle import HARD_EXIT_CODE, Interrupted, RssProbe, StopSignals, Watchdog
 from fairway.queue.pool import Completion, JobPool, Running
+from fairway.queue.progress import ProgressBoard
 from fairway.queue.settings import WorkerSettings
 from fairway.resource.names import effective_weight
 
@@ -77,6 +79,7 @@ class Worker:
         self.watchdog = Watchdog(clock, self._describe_inline)
         self.rss = RssProbe()
         self.pool = JobPool(settings.concurrency) if settings.concurrency > 1 else None
+        self.progress = ProgressBoard(fetcher.client, settings.prefix)
         self._running: dict[int, Running] = {}
         self._seq = 0
         self._stuck = 0  # slots written off to sync jobs that ran past their timeout
@@ -319,6 +322,17 @@ class Worker:
             except UnknownHandler as exc:
                 attempt = Attempt(Outcome.FAILED, f"UnknownHandler: {exc}")
             else:
+                context = JobContext(
+                    job.id,
+                    job.queue,
+                    job.handler,
+                    job.tenant,
+                    reservation.attempts,
+                    max_tries,
+                    job.enqueued_at,
+                    reservation.queue,
+                    self.progress.report,
+                )
                 if self.pool is not None:
                     running = Running(
                         seq,
@@ -329,13 +343,14 @@ class Worker:
                         started,
                         self.clock() + timeout,
                         JobPool.is_async(func),
+                        context,
                     )
                     self._running[running.seq] = running
                     self.pool.submit(running, func)
                     return
                 self._inline = job
                 try:
-                    attempt = run_handler(func, job, timeout, self.watchdog, self.settings.kill_grace_s)
+                    attempt = run_handler(func, job, context, timeout, self.watchdog, self.settings.kill_grace_s)
                 finally:
                     self._inline = None
         run_ms = (time.perf_counter() - started) * 1000

@@ -63,9 +63,52 @@ end
 -- KEYS[1] ready   KEYS[2] notify   KEYS[3] delayed
 -- KEYS[4] active set, KEYS[5] queue registry (both optional: standalone Redis only)
 -- ARGV[1] job document   ARGV[2] delay in ms (0 = ready now)   ARGV[3] queue name
--- Returns 1 when the job is ready now, 0 when it was scheduled.
+-- Returns 1 when the job is ready now, 0 when it was scheduled; refuses (writing nothing) with
+-- TOO_LARGE, BAD_DOCUMENT, BAD_DELAY or BAD_QUEUE.
+-- The checks the producer scripts make before writing anything, so a refused call writes nothing. Each
+-- returns nil when the input is good, else the error reply's text: a code (the first word, listed in
+-- docs/protocol.md), then what was wrong and how to fix it. LIMIT.<name> is a limit from
+-- fairway/queue/job.py, spliced in as a literal by the loader.
+
+local function document_refusal(doc)
+  if #doc > 524288 then
+    return 'TOO_LARGE document is ' .. #doc .. ' bytes, over the ' .. 524288 ..
+      '-byte limit: split the work into smaller jobs at dispatch (one per chunk of rows)'
+  end
+  local ok, parsed = pcall(cjson.decode, doc)
+  if not ok or type(parsed) ~= 'table' or type(parsed.id) ~= 'string' or type(parsed.handler) ~= 'string' then
+    return 'BAD_DOCUMENT the document must be a JSON object with string fields id and handler (docs/protocol.md)'
+  end
+end
+
+-- A delay in whole ms from 0 to 31622400000; returns the number, or nil and the refusal.
+local function read_delay(raw)
+  local delay = tonumber(raw)
+  if delay == nil or delay ~= delay or delay < 0 or delay > 31622400000 or math.floor(delay) ~= delay then
+    return nil, 'BAD_DELAY delay ' .. tostring(raw) .. ' must be whole milliseconds from 0 to ' .. 31622400000
+  end
+  return delay
+end
+
+local function queue_refusal(name)
+  if #name > 63 or not string.find(name, '^[%w][%w_%.:%-]*$') then
+    return 'BAD_QUEUE queue name ' .. string.format('%q', name) ..
+      ' is invalid: start with a letter or digit, then letters, digits, _ . : - (at most 63 characters)'
+  end
+end
+
+local function tenant_refusal(id)
+  if #id > 64 or not string.find(id, '^[%w][%w_%.%-]*$') then
+    return 'BAD_TENANT tenant id ' .. string.format('%q', id) .. ' is invalid: use 1-' ..
+      64 .. " letters, digits, '_', '.' or '-', starting with a letter or digit" ..
+      ' (no braces, colons, spaces or wildcards)'
+  end
+end
+
+local delay, refusal = read_delay(ARGV[2])
+refusal = refusal or queue_refusal(ARGV[3]) or document_refusal(ARGV[1])
+if refusal then return redis.error_reply(refusal) end
 if KEYS[5] then redis.call('SADD', KEYS[5], ARGV[3]) end
-local delay = tonumber(ARGV[2])
 if delay > 0 then
   redis.call('ZADD', KEYS[3], now_ms() + delay, ARGV[1])
   return 0

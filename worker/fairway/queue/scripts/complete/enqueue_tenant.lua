@@ -59,10 +59,12 @@ local function store_failure(failed, index, id, record, now, kept)
 end
 
 -- Enqueue tenant jobs, one or many for the same tenant (the documented script; see docs/tenants.md).
--- KEYS[1] G .. 'ring' (names the group's slot)   KEYS[2] the active set (optional: standalone only)
+-- KEYS[1] G .. 'ring' (names the group's slot)
+-- KEYS[2] the active set, KEYS[3] the registry of served names (both optional: standalone Redis only)
 -- ARGV[1] G, the group's key prefix   ARGV[2] tenant id   ARGV[3] delay in ms (0 = now)
 -- ARGV[4] the group's name in the active set ('@<queuePrefix>')   ARGV[5..] job documents
--- Returns how many documents were enqueued.
+-- Returns how many documents were enqueued; refuses (writing nothing) with BAD_KEYS, BAD_TENANT,
+-- BAD_DELAY, TOO_MANY, TOO_LARGE or BAD_DOCUMENT (the latter two name the document's position).
 -- Tenant-group functions, spliced into the scripts that include them (see fairway/queue/scripts.py).
 -- Every key starts with G = '<prefix>:{tenants:<queuePrefix>}:', one hash tag, so one slot; the key
 -- parts (GK) are listed in fairway/queue/keys.py. Tenant ids never contain a tab, so a member
@@ -213,9 +215,63 @@ local function pop_tenant(group, u, deadline)
   return false
 end
 
+-- The checks the producer scripts make before writing anything, so a refused call writes nothing. Each
+-- returns nil when the input is good, else the error reply's text: a code (the first word, listed in
+-- docs/protocol.md), then what was wrong and how to fix it. LIMIT.<name> is a limit from
+-- fairway/queue/job.py, spliced in as a literal by the loader.
+
+local function document_refusal(doc)
+  if #doc > 524288 then
+    return 'TOO_LARGE document is ' .. #doc .. ' bytes, over the ' .. 524288 ..
+      '-byte limit: split the work into smaller jobs at dispatch (one per chunk of rows)'
+  end
+  local ok, parsed = pcall(cjson.decode, doc)
+  if not ok or type(parsed) ~= 'table' or type(parsed.id) ~= 'string' or type(parsed.handler) ~= 'string' then
+    return 'BAD_DOCUMENT the document must be a JSON object with string fields id and handler (docs/protocol.md)'
+  end
+end
+
+-- A delay in whole ms from 0 to 31622400000; returns the number, or nil and the refusal.
+local function read_delay(raw)
+  local delay = tonumber(raw)
+  if delay == nil or delay ~= delay or delay < 0 or delay > 31622400000 or math.floor(delay) ~= delay then
+    return nil, 'BAD_DELAY delay ' .. tostring(raw) .. ' must be whole milliseconds from 0 to ' .. 31622400000
+  end
+  return delay
+end
+
+local function queue_refusal(name)
+  if #name > 63 or not string.find(name, '^[%w][%w_%.:%-]*$') then
+    return 'BAD_QUEUE queue name ' .. string.format('%q', name) ..
+      ' is invalid: start with a letter or digit, then letters, digits, _ . : - (at most 63 characters)'
+  end
+end
+
+local function tenant_refusal(id)
+  if #id > 64 or not string.find(id, '^[%w][%w_%.%-]*$') then
+    return 'BAD_TENANT tenant id ' .. string.format('%q', id) .. ' is invalid: use 1-' ..
+      64 .. " letters, digits, '_', '.' or '-', starting with a letter or digit" ..
+      ' (no braces, colons, spaces or wildcards)'
+  end
+end
+
 local G, id = ARGV[1], ARGV[2]
+if KEYS[1] ~= G .. 'ring' or string.sub(ARGV[4] or '', 1, 1) ~= '@' then
+  return redis.error_reply('BAD_KEYS KEYS[1] must be ARGV[1] .. ' .. string.format('%q', 'ring') ..
+    ' and ARGV[4] the group name @<queuePrefix> (docs/tenants.md)')
+end
+local delay, refusal = read_delay(ARGV[3])
+refusal = refusal or tenant_refusal(id)
+if refusal then return redis.error_reply(refusal) end
+if #ARGV - 4 > 1000 then
+  return redis.error_reply('TOO_MANY ' .. (#ARGV - 4) .. ' documents in one call; send at most ' ..
+    1000 .. ' per call')
+end
+for i = 5, #ARGV do
+  refusal = document_refusal(ARGV[i])
+  if refusal then return redis.error_reply(refusal .. ' (document ' .. (i - 4) .. ')') end
+end
 local now = now_ms()
-local delay = tonumber(ARGV[3])
 for i = 5, #ARGV do
   if delay > 0 then
     redis.call('ZADD', G .. 'delayed', now + delay, id .. '\t' .. ARGV[i])
@@ -223,5 +279,6 @@ for i = 5, #ARGV do
     push_tenant(G, id, ARGV[i], now)
   end
 end
+if KEYS[3] then redis.call('SADD', KEYS[3], ARGV[4]) end
 if delay <= 0 and KEYS[2] then redis.call('SADD', KEYS[2], ARGV[4]) end
 return #ARGV - 4

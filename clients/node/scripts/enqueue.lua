@@ -1,0 +1,119 @@
+-- enqueue.lua, complete: generated from fairway/queue/scripts/ by fairway.queue.scripts.source;
+-- do not edit (a test keeps it equal). Call it with EVAL/EVALSHA as docs/protocol.md says.
+-- Key parts are fairway/queue/keys.py's table, spliced in as literals by fairway.queue.scripts.
+-- Functions every script shares, spliced in by the loader (fairway/queue/scripts.py). In the sources,
+-- QK.<part> names a queue's key part and GK.<part> a tenant group's; the loader writes the literal.
+
+-- The Redis server's clock in ms: every deadline and due time is on this one clock.
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- A queue's key, derived from the prefix (standalone only: the cluster path passes KEYS).
+local function queue_key(prefix, queue, part)
+  return prefix .. ':{' .. queue .. '}:' .. part
+end
+
+-- A job's counters are one field of its family's attempts hash, sha1(member) -> attempts started
+-- + LOST x times it was running when its worker vanished (its reservation expired): one HINCRBY
+-- counts an attempt and reads both.
+local LOST = 1048576  -- 2^20: attempts never reach it (max_tries is at most 1,000)
+
+-- Forget a job's counters (it is done, or failed for good).
+local function forget_counts(attempts, member)
+  redis.call('HDEL', attempts, redis.sha1hex(member))
+end
+
+-- Count one more attempt of a job being reserved; {attempts started, times lost}.
+local function count_attempt(attempts, member)
+  local both = redis.call('HINCRBY', attempts, redis.sha1hex(member), 1)
+  return {both % LOST, math.floor(both / LOST)}
+end
+
+-- A reservation expired: its worker vanished mid-job. The attempt is given back (losing a worker
+-- is not the job's failure) and counted as lost instead, so a job that kills every worker that
+-- runs it can still be stopped (the worker fails it past its lost limit).
+local function count_lost(attempts, member)
+  redis.call('HINCRBY', attempts, redis.sha1hex(member), LOST - 1)
+end
+
+-- Acknowledge a plain job: drop its reservation and its counters. 1, or 0 when the reservation had
+-- already expired (the job may be running again elsewhere).
+local function ack_job(reserved, attempts, doc)
+  if redis.call('ZREM', reserved, doc) == 0 then return 0 end
+  forget_counts(attempts, doc)
+  return 1
+end
+
+-- Keep a failure record under the job's id and trim the store to its newest `kept` records.
+local function store_failure(failed, index, id, record, now, kept)
+  redis.call('HSET', failed, id, record)
+  redis.call('ZADD', index, now, id)
+  local excess = redis.call('ZCARD', index) - kept
+  if excess > 0 then
+    local oldest = redis.call('ZRANGE', index, 0, excess - 1)
+    redis.call('ZREMRANGEBYRANK', index, 0, excess - 1)
+    redis.call('HDEL', failed, unpack(oldest))
+  end
+end
+
+-- Enqueue one job document (the documented script any language may call). One atomic step: if it
+-- returns an error, nothing was written.
+-- KEYS[1] ready   KEYS[2] notify   KEYS[3] delayed
+-- KEYS[4] active set, KEYS[5] queue registry (both optional: standalone Redis only)
+-- ARGV[1] job document   ARGV[2] delay in ms (0 = ready now)   ARGV[3] queue name
+-- Returns 1 when the job is ready now, 0 when it was scheduled; refuses (writing nothing) with
+-- TOO_LARGE, BAD_DOCUMENT, BAD_DELAY or BAD_QUEUE.
+-- The checks the producer scripts make before writing anything, so a refused call writes nothing. Each
+-- returns nil when the input is good, else the error reply's text: a code (the first word, listed in
+-- docs/protocol.md), then what was wrong and how to fix it. LIMIT.<name> is a limit from
+-- fairway/queue/job.py, spliced in as a literal by the loader.
+
+local function document_refusal(doc)
+  if #doc > 524288 then
+    return 'TOO_LARGE document is ' .. #doc .. ' bytes, over the ' .. 524288 ..
+      '-byte limit: split the work into smaller jobs at dispatch (one per chunk of rows)'
+  end
+  local ok, parsed = pcall(cjson.decode, doc)
+  if not ok or type(parsed) ~= 'table' or type(parsed.id) ~= 'string' or type(parsed.handler) ~= 'string' then
+    return 'BAD_DOCUMENT the document must be a JSON object with string fields id and handler (docs/protocol.md)'
+  end
+end
+
+-- A delay in whole ms from 0 to 31622400000; returns the number, or nil and the refusal.
+local function read_delay(raw)
+  local delay = tonumber(raw)
+  if delay == nil or delay ~= delay or delay < 0 or delay > 31622400000 or math.floor(delay) ~= delay then
+    return nil, 'BAD_DELAY delay ' .. tostring(raw) .. ' must be whole milliseconds from 0 to ' .. 31622400000
+  end
+  return delay
+end
+
+local function queue_refusal(name)
+  if #name > 63 or not string.find(name, '^[%w][%w_%.:%-]*$') then
+    return 'BAD_QUEUE queue name ' .. string.format('%q', name) ..
+      ' is invalid: start with a letter or digit, then letters, digits, _ . : - (at most 63 characters)'
+  end
+end
+
+local function tenant_refusal(id)
+  if #id > 64 or not string.find(id, '^[%w][%w_%.%-]*$') then
+    return 'BAD_TENANT tenant id ' .. string.format('%q', id) .. ' is invalid: use 1-' ..
+      64 .. " letters, digits, '_', '.' or '-', starting with a letter or digit" ..
+      ' (no braces, colons, spaces or wildcards)'
+  end
+end
+
+local delay, refusal = read_delay(ARGV[2])
+refusal = refusal or queue_refusal(ARGV[3]) or document_refusal(ARGV[1])
+if refusal then return redis.error_reply(refusal) end
+if KEYS[5] then redis.call('SADD', KEYS[5], ARGV[3]) end
+if delay > 0 then
+  redis.call('ZADD', KEYS[3], now_ms() + delay, ARGV[1])
+  return 0
+end
+redis.call('RPUSH', KEYS[1], ARGV[1])
+redis.call('RPUSH', KEYS[2], '1')
+if KEYS[4] then redis.call('SADD', KEYS[4], ARGV[3]) end
+return 1

@@ -1,0 +1,284 @@
+-- enqueue_tenant.lua, complete: generated from fairway/queue/scripts/ by fairway.queue.scripts.source;
+-- do not edit (a test keeps it equal). Call it with EVAL/EVALSHA as docs/protocol.md says.
+-- Key parts are fairway/queue/keys.py's table, spliced in as literals by fairway.queue.scripts.
+-- Functions every script shares, spliced in by the loader (fairway/queue/scripts.py). In the sources,
+-- QK.<part> names a queue's key part and GK.<part> a tenant group's; the loader writes the literal.
+
+-- The Redis server's clock in ms: every deadline and due time is on this one clock.
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- A queue's key, derived from the prefix (standalone only: the cluster path passes KEYS).
+local function queue_key(prefix, queue, part)
+  return prefix .. ':{' .. queue .. '}:' .. part
+end
+
+-- A job's counters are one field of its family's attempts hash, sha1(member) -> attempts started
+-- + LOST x times it was running when its worker vanished (its reservation expired): one HINCRBY
+-- counts an attempt and reads both.
+local LOST = 1048576  -- 2^20: attempts never reach it (max_tries is at most 1,000)
+
+-- Forget a job's counters (it is done, or failed for good).
+local function forget_counts(attempts, member)
+  redis.call('HDEL', attempts, redis.sha1hex(member))
+end
+
+-- Count one more attempt of a job being reserved; {attempts started, times lost}.
+local function count_attempt(attempts, member)
+  local both = redis.call('HINCRBY', attempts, redis.sha1hex(member), 1)
+  return {both % LOST, math.floor(both / LOST)}
+end
+
+-- A reservation expired: its worker vanished mid-job. The attempt is given back (losing a worker
+-- is not the job's failure) and counted as lost instead, so a job that kills every worker that
+-- runs it can still be stopped (the worker fails it past its lost limit).
+local function count_lost(attempts, member)
+  redis.call('HINCRBY', attempts, redis.sha1hex(member), LOST - 1)
+end
+
+-- Acknowledge a plain job: drop its reservation and its counters. 1, or 0 when the reservation had
+-- already expired (the job may be running again elsewhere).
+local function ack_job(reserved, attempts, doc)
+  if redis.call('ZREM', reserved, doc) == 0 then return 0 end
+  forget_counts(attempts, doc)
+  return 1
+end
+
+-- Keep a failure record under the job's id and trim the store to its newest `kept` records.
+local function store_failure(failed, index, id, record, now, kept)
+  redis.call('HSET', failed, id, record)
+  redis.call('ZADD', index, now, id)
+  local excess = redis.call('ZCARD', index) - kept
+  if excess > 0 then
+    local oldest = redis.call('ZRANGE', index, 0, excess - 1)
+    redis.call('ZREMRANGEBYRANK', index, 0, excess - 1)
+    redis.call('HDEL', failed, unpack(oldest))
+  end
+end
+
+-- Enqueue tenant jobs, one or many for the same tenant (the documented script; see docs/tenants.md).
+-- KEYS[1] G .. 'ring' (names the group's slot)
+-- KEYS[2] the active set, KEYS[3] the registry of served names (both optional: standalone Redis only)
+-- ARGV[1] G, the group's key prefix   ARGV[2] tenant id   ARGV[3] delay in ms (0 = now)
+-- ARGV[4] the group's name in the active set ('@<queuePrefix>')   ARGV[5..] job documents
+-- Returns how many documents were enqueued; refuses (writing nothing) with BAD_KEYS, BAD_TENANT,
+-- BAD_DELAY, TOO_MANY, TOO_LARGE or BAD_DOCUMENT (the latter two name the document's position).
+-- Tenant-group functions, spliced into the scripts that include them (see fairway/queue/scripts.py).
+-- Every key starts with G = '<prefix>:{tenants:<queuePrefix>}:', one hash tag, so one slot; the key
+-- parts (GK) are listed in fairway/queue/keys.py. Tenant ids never contain a tab, so a member
+-- '<id>\t<document>' splits unambiguously.
+
+-- The tenant group's settings, passed by every script that needs them as five ARGV entries in this
+-- order (fairway/queue/scripts.py builds them): G, max_consecutive_jobs, quarantine_failures,
+-- quarantine_window_ms, quarantine_sample_rate.
+local function read_group(argv, first)
+  return {
+    G = argv[first],
+    max_consecutive_jobs = tonumber(argv[first + 1]),
+    quarantine_failures = tonumber(argv[first + 2]),
+    quarantine_window_ms = tonumber(argv[first + 3]),
+    quarantine_sample_rate = tonumber(argv[first + 4]),
+  }
+end
+
+local function split_member(member)
+  local tab = string.find(member, '\t', 1, true)
+  return string.sub(member, 1, tab - 1), string.sub(member, tab + 1)
+end
+
+-- Make a tenant's document ready; a tenant whose list was empty joins the ring it belongs in.
+local function push_tenant(G, id, doc, now)
+  local length = redis.call('RPUSH', G .. 't:' .. id, doc)
+  redis.call('RPUSH', G .. 'notify', '1')
+  if length == 1 then
+    if redis.call('SISMEMBER', G .. 'quarantined', id) == 1 then
+      redis.call('RPUSH', G .. 'qring', id)
+    else
+      redis.call('RPUSH', G .. 'ring', id)
+    end
+  end
+  redis.call('ZADD', G .. 'seen', now, id)
+end
+
+-- Failed attempts of a tenant within the quarantine window; drops buckets that have aged out.
+local function failures(group, id, now)
+  local width = math.max(1, math.floor(group.quarantine_window_ms / 10))
+  local current = math.floor(now / width)
+  local key = group.G .. 'fails:' .. id
+  local raw = redis.call('HGETALL', key)
+  local total = 0
+  for i = 1, #raw, 2 do
+    if tonumber(raw[i]) > current - 10 then
+      total = total + tonumber(raw[i + 1])
+    else
+      redis.call('HDEL', key, raw[i])
+    end
+  end
+  return total
+end
+
+local function record_failure(group, id, now)
+  local window_ms = group.quarantine_window_ms
+  local width = math.max(1, math.floor(window_ms / 10))
+  local key = group.G .. 'fails:' .. id
+  redis.call('HINCRBY', key, math.floor(now / width), 1)
+  redis.call('PEXPIRE', key, window_ms + width)
+  if failures(group, id, now) > group.quarantine_failures then
+    redis.call('SADD', group.G .. 'quarantined', id)
+  end
+end
+
+-- Per-tenant, per-minute figures: completed or failed, and the wait-time bucket (-1 = unknown).
+local function record_figures(G, id, now, outcome, wait_bucket)
+  local key = G .. 'stats:' .. id .. ':' .. math.floor(now / 60000)
+  redis.call('HINCRBY', key, outcome, 1)
+  if wait_bucket >= 0 then redis.call('HINCRBY', key, 'w' .. wait_bucket, 1) end
+  redis.call('EXPIRE', key, 3900)
+  redis.call('ZADD', G .. 'seen', now, id)
+end
+
+local function leave_flight(G, id)
+  if redis.call('HINCRBY', G .. 'inflight', id, -1) <= 0 then redis.call('HDEL', G .. 'inflight', id) end
+end
+
+-- Acknowledge a finished tenant job; figures ride in the same call.
+local function ack_tenant(G, member, wait_bucket)
+  if redis.call('ZREM', G .. 'reserved', member) == 0 then return 0 end
+  forget_counts(G .. 'attempts', member)
+  local id = split_member(member)
+  leave_flight(G, id)
+  record_figures(G, id, now_ms(), 'c', wait_bucket)
+  return 1
+end
+
+-- Serve the next tenant: round-robin over the ring with at most max_consecutive_jobs in a row per
+-- tenant; the slow lane is drawn with weight sample_rate * (its length) against the ring's length,
+-- so each quarantined tenant gets sample_rate times a healthy tenant's turns. O(1) in the number
+-- of tenants. Returns {id, document, attempts, lost} or false.
+local function pop_tenant(group, u, deadline)
+  local G = group.G
+  local ring, qring, state = G .. 'ring', G .. 'qring', G .. 'state'
+  for _ = 1, 16 do
+    local nh, nq = redis.call('LLEN', ring), redis.call('LLEN', qring)
+    if nh + nq == 0 then return false end
+    local slow = false
+    if nq > 0 then
+      if nh == 0 then
+        slow = true
+      else
+        local rate = group.quarantine_sample_rate
+        local p = rate * nq / (nh + rate * nq)
+        slow = u < p
+        if slow then u = u / p else u = (u - p) / (1 - p) end
+      end
+    end
+    local r, curf, nf = ring, 'cur', 'n'
+    if slow then r, curf, nf = qring, 'qcur', 'qn' end
+    local id = redis.call('LINDEX', r, 0)
+    if (not slow) and redis.call('SISMEMBER', G .. 'quarantined', id) == 1 then
+      redis.call('LPOP', ring)  -- quarantined since it joined the ring: to the slow lane, then draw again
+      redis.call('RPUSH', qring, id)
+    else
+      local list = G .. 't:' .. id
+      local doc = redis.call('LPOP', list)
+      if not doc then
+        redis.call('LPOP', r)  -- an emptied list still in the ring: heal and draw again
+      else
+        local st = redis.call('HMGET', state, curf, nf)
+        local n = 1
+        if st[1] == id then n = (tonumber(st[2]) or 0) + 1 end
+        if redis.call('LLEN', list) == 0 then
+          redis.call('LPOP', r)
+          redis.call('HSET', state, curf, '', nf, 0)
+        elseif slow and failures(group, id, now_ms()) <= group.quarantine_failures then
+          redis.call('LPOP', qring)  -- its failures aged out: back to the healthy ring
+          redis.call('SREM', G .. 'quarantined', id)
+          redis.call('RPUSH', ring, id)
+          redis.call('HSET', state, curf, '', nf, 0)
+        elseif n >= group.max_consecutive_jobs then
+          redis.call('LMOVE', r, r, 'LEFT', 'RIGHT')
+          redis.call('HSET', state, curf, '', nf, 0)
+        else
+          redis.call('HSET', state, curf, id, nf, n)
+        end
+        local member = id .. '\t' .. doc
+        local counts = count_attempt(G .. 'attempts', member)
+        redis.call('ZADD', G .. 'reserved', deadline, member)
+        redis.call('HINCRBY', G .. 'inflight', id, 1)
+        redis.call('LPOP', G .. 'notify')
+        return {id, doc, counts[1], counts[2]}
+      end
+    end
+  end
+  return false
+end
+
+-- The checks the producer scripts make before writing anything, so a refused call writes nothing. Each
+-- returns nil when the input is good, else the error reply's text: a code (the first word, listed in
+-- docs/protocol.md), then what was wrong and how to fix it. LIMIT.<name> is a limit from
+-- fairway/queue/job.py, spliced in as a literal by the loader.
+
+local function document_refusal(doc)
+  if #doc > 524288 then
+    return 'TOO_LARGE document is ' .. #doc .. ' bytes, over the ' .. 524288 ..
+      '-byte limit: split the work into smaller jobs at dispatch (one per chunk of rows)'
+  end
+  local ok, parsed = pcall(cjson.decode, doc)
+  if not ok or type(parsed) ~= 'table' or type(parsed.id) ~= 'string' or type(parsed.handler) ~= 'string' then
+    return 'BAD_DOCUMENT the document must be a JSON object with string fields id and handler (docs/protocol.md)'
+  end
+end
+
+-- A delay in whole ms from 0 to 31622400000; returns the number, or nil and the refusal.
+local function read_delay(raw)
+  local delay = tonumber(raw)
+  if delay == nil or delay ~= delay or delay < 0 or delay > 31622400000 or math.floor(delay) ~= delay then
+    return nil, 'BAD_DELAY delay ' .. tostring(raw) .. ' must be whole milliseconds from 0 to ' .. 31622400000
+  end
+  return delay
+end
+
+local function queue_refusal(name)
+  if #name > 63 or not string.find(name, '^[%w][%w_%.:%-]*$') then
+    return 'BAD_QUEUE queue name ' .. string.format('%q', name) ..
+      ' is invalid: start with a letter or digit, then letters, digits, _ . : - (at most 63 characters)'
+  end
+end
+
+local function tenant_refusal(id)
+  if #id > 64 or not string.find(id, '^[%w][%w_%.%-]*$') then
+    return 'BAD_TENANT tenant id ' .. string.format('%q', id) .. ' is invalid: use 1-' ..
+      64 .. " letters, digits, '_', '.' or '-', starting with a letter or digit" ..
+      ' (no braces, colons, spaces or wildcards)'
+  end
+end
+
+local G, id = ARGV[1], ARGV[2]
+if KEYS[1] ~= G .. 'ring' or string.sub(ARGV[4] or '', 1, 1) ~= '@' then
+  return redis.error_reply('BAD_KEYS KEYS[1] must be ARGV[1] .. ' .. string.format('%q', 'ring') ..
+    ' and ARGV[4] the group name @<queuePrefix> (docs/tenants.md)')
+end
+local delay, refusal = read_delay(ARGV[3])
+refusal = refusal or tenant_refusal(id)
+if refusal then return redis.error_reply(refusal) end
+if #ARGV - 4 > 1000 then
+  return redis.error_reply('TOO_MANY ' .. (#ARGV - 4) .. ' documents in one call; send at most ' ..
+    1000 .. ' per call')
+end
+for i = 5, #ARGV do
+  refusal = document_refusal(ARGV[i])
+  if refusal then return redis.error_reply(refusal .. ' (document ' .. (i - 4) .. ')') end
+end
+local now = now_ms()
+for i = 5, #ARGV do
+  if delay > 0 then
+    redis.call('ZADD', G .. 'delayed', now + delay, id .. '\t' .. ARGV[i])
+  else
+    push_tenant(G, id, ARGV[i], now)
+  end
+end
+if KEYS[3] then redis.call('SADD', KEYS[3], ARGV[4]) end
+if delay <= 0 and KEYS[2] then redis.call('SADD', KEYS[2], ARGV[4]) end
+return #ARGV - 4

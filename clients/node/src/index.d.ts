@@ -1,0 +1,80 @@
+// Types for @fairway/producer (src/index.js is plain JavaScript: no build step to use it).
+import type { RedisClientType } from 'redis';
+
+/** Any JSON value: what args and kwargs may hold (no NaN, Infinity, BigInt or cycles). */
+export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
+
+export declare const PROTOCOL_VERSION: 1;
+export declare const LIMITS: Readonly<{
+  documentBytes: number;
+  documentsPerCall: number;
+  delaySeconds: number;
+  timeoutSeconds: number;
+  maxTries: number;
+  depth: number;
+}>;
+
+/** The protocol's refusal codes (docs/protocol.md): raised before sending, or by the enqueue scripts. */
+export type RefusalCode =
+  | 'TOO_LARGE' | 'TOO_MANY' | 'BAD_DOCUMENT' | 'BAD_DELAY' | 'BAD_QUEUE' | 'BAD_TENANT' | 'BAD_KEYS';
+
+export declare class JobError extends Error {
+  readonly code: RefusalCode;
+}
+
+export interface ClientOptions {
+  /** Redis URL; default FAIRWAY_REDIS_URL, else redis://127.0.0.1:6379. Standalone Redis. */
+  url?: string;
+  /** A node-redis client to use instead of `url` (connected or not). */
+  redis?: RedisClientType<any, any, any>;
+  /** Key prefix, as the workers' `prefix` (default "fairway"). */
+  prefix?: string;
+  /** The tenant group's queue prefix, as the workers' `--tenants` (default "tenant-"). */
+  tenantPrefix?: string;
+  /** Refuse documents over this many bytes (at most, and by default, 524288). */
+  maxPayloadBytes?: number;
+}
+
+export interface Where {
+  /** Queue name (default "default"); ignored when `tenant` is given. */
+  queue?: string;
+  /** Tenant id: the job goes to the tenant's queue in the tenant group. */
+  tenant?: string;
+}
+
+export interface EnqueueOptions extends Where {
+  /** Seconds before the job is ready (on the Redis server's clock). */
+  delay?: number;
+  /** Overrides the worker's `tries` (1 to 1000). */
+  maxTries?: number;
+  /** Seconds; overrides the worker's `timeout`. */
+  timeout?: number;
+  /** Your own id (1-256 of A-Z a-z 0-9 _ . : -): enqueue again with it after a timeout so handlers can dedupe. */
+  jobId?: string;
+  /** Keyword arguments for the handler. */
+  kwargs?: { [key: string]: Json };
+}
+
+export interface ChunkOptions extends Where {
+  /** Rows per job (default 500). */
+  chunkSize?: number;
+}
+
+export declare function buildDocument(
+  job: EnqueueOptions & { handler: string; queue: string; args?: Json[] },
+  now?: number,
+  limit?: number,
+): string;
+
+export declare class Client {
+  constructor(options?: ClientOptions);
+  static connect(options?: ClientOptions): Promise<Client>;
+  readonly redis: RedisClientType<any, any, any>;
+  /** Enqueue one job; resolves to its id. */
+  enqueue(handler: string, args?: Json[], options?: EnqueueOptions): Promise<string>;
+  /** One job per argument array, in order, in transactions of up to 1000; resolves to the ids. */
+  enqueueMany(handler: string, calls: Iterable<Json[]>, options?: Where): Promise<string[]>;
+  /** Split large work at dispatch: one job per `chunkSize` rows, its args `[rows]`. */
+  enqueueChunked(handler: string, rows: Json[], options?: ChunkOptions): Promise<string[]>;
+  close(): Promise<void>;
+}

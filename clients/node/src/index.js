@@ -1,0 +1,241 @@
+// Fairway's producer for Node.js: enqueue jobs that Fairway's Python workers run.
+// The wire format and keys are docs/protocol.md's; this file follows it with no Python in sight.
+// Every option is checked here, where the caller can still be told what to fix, and the protocol's
+// limits are enforced again inside Redis by the enqueue scripts (scripts/, from `fairway scripts`).
+
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createClient } from 'redis';
+
+/** The protocol's limits (docs/protocol.md, "Limits"). */
+export const LIMITS = Object.freeze({
+  documentBytes: 512 * 1024,
+  documentsPerCall: 1000,
+  delaySeconds: 366 * 86400,
+  timeoutSeconds: 7 * 86400,
+  maxTries: 1000,
+  depth: 64,
+});
+export const PROTOCOL_VERSION = 1;
+
+const QUEUE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,62}$/;
+const TENANT_ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+const TENANT_PREFIX = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,31}$/;
+const HANDLER = /^[A-Za-z_][A-Za-z0-9_.:]{0,199}$/;
+const JOB_ID = /^[A-Za-z0-9_.:-]{1,256}$/;
+const PREFIX = /^[A-Za-z0-9_.-]{1,32}$/;
+const REFUSALS = new Set(['TOO_LARGE', 'TOO_MANY', 'BAD_DOCUMENT', 'BAD_DELAY', 'BAD_QUEUE', 'BAD_TENANT', 'BAD_KEYS']);
+
+/** Bad input: the message names the field and the fix; `code` is the protocol's refusal code. */
+export class JobError extends Error {
+  constructor(code, message) {
+    super(message);
+    this.name = 'JobError';
+    this.code = code;
+  }
+}
+
+const SCRIPTS = Object.fromEntries(
+  ['enqueue', 'enqueue_tenant'].map((name) => [
+    name,
+    readFileSync(new URL(`../scripts/${name}.lua`, import.meta.url), 'utf8'),
+  ]),
+);
+
+function check(ok, code, message) {
+  if (!ok) throw new JobError(code, message);
+}
+
+function checkQueue(queue) {
+  check(typeof queue === 'string' && QUEUE_NAME.test(queue), 'BAD_QUEUE',
+    `queue ${JSON.stringify(queue)} is invalid: start with a letter or digit, then letters, digits, _ . : - (at most 63 characters)`);
+  return queue;
+}
+
+function checkTenant(tenant) {
+  check(typeof tenant === 'string' && TENANT_ID.test(tenant), 'BAD_TENANT',
+    `tenant id ${JSON.stringify(tenant)} is invalid: use 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit (no braces, colons, spaces or wildcards)`);
+  return tenant;
+}
+
+function delayMs(delay) {
+  if (delay === undefined || delay === null) return 0;
+  check(typeof delay === 'number' && Number.isFinite(delay), 'BAD_DELAY',
+    `delay ${String(delay)} is not a number of seconds; pass e.g. { delay: 30 }`);
+  check(delay >= 0 && delay <= LIMITS.delaySeconds, 'BAD_DELAY',
+    `delay ${delay} s is out of range: give 0 to ${LIMITS.delaySeconds} seconds`);
+  return Math.trunc(delay * 1000);
+}
+
+function depthOf(value) {
+  let deepest = 0;
+  const stack = [[value, 1]];
+  while (stack.length) {
+    const [node, level] = stack.pop();
+    if (node !== null && typeof node === 'object') {
+      deepest = Math.max(deepest, level);
+      if (level > LIMITS.depth) return level;
+      for (const child of Array.isArray(node) ? node : Object.values(node)) stack.push([child, level + 1]);
+    }
+  }
+  return deepest;
+}
+
+function jsonValue(key, value) {
+  if (typeof value === 'number' && !Number.isFinite(value)) {
+    throw new JobError('BAD_DOCUMENT', `args/kwargs must be JSON: ${value} is not allowed (NaN and Infinity are not JSON)`);
+  }
+  if (typeof value === 'bigint') {
+    throw new JobError('BAD_DOCUMENT', 'args/kwargs must be JSON: a BigInt is not; pass it as a string');
+  }
+  return value;
+}
+
+/**
+ * Build one job document (docs/protocol.md, "The job document"): the same fields, in the same
+ * order, as Fairway's Python client writes. Returns the JSON text.
+ */
+export function buildDocument({ handler, queue, args = [], kwargs = {}, tenant, maxTries, timeout, jobId, delay },
+  now = Date.now(), limit = LIMITS.documentBytes) {
+  check(typeof handler === 'string' && HANDLER.test(handler), 'BAD_DOCUMENT',
+    `handler ${JSON.stringify(handler)} is not a handler name (letters, digits, _ . :)`);
+  check(Array.isArray(args), 'BAD_DOCUMENT', 'args must be an array');
+  check(kwargs !== null && typeof kwargs === 'object' && !Array.isArray(kwargs), 'BAD_DOCUMENT', 'kwargs must be an object');
+  const id = jobId ?? randomUUID().replaceAll('-', '');
+  check(typeof id === 'string' && JOB_ID.test(id), 'BAD_DOCUMENT',
+    `job id ${JSON.stringify(id)} is invalid: use 1-256 letters, digits, '_', '.', ':' or '-'`);
+  const document = { id, v: PROTOCOL_VERSION, handler, queue, args, kwargs, attempts: 0, enqueued_at: now };
+  if (tenant !== undefined && tenant !== null) document.tenant = checkTenant(tenant);
+  if (maxTries !== undefined && maxTries !== null) {
+    check(Number.isInteger(maxTries) && maxTries >= 1 && maxTries <= LIMITS.maxTries, 'BAD_DOCUMENT',
+      `maxTries ${String(maxTries)} is out of range: give a whole number from 1 to ${LIMITS.maxTries}`);
+    document.max_tries = maxTries;
+  }
+  if (timeout !== undefined && timeout !== null) {
+    check(typeof timeout === 'number' && Number.isFinite(timeout) && timeout > 0 && timeout <= LIMITS.timeoutSeconds,
+      'BAD_DOCUMENT', `timeout ${String(timeout)} is out of range: give seconds, more than 0 and at most ${LIMITS.timeoutSeconds}`);
+    document.timeout = timeout;
+  }
+  const ms = delayMs(delay);
+  if (ms) document.available_at = now + ms;
+  const text = JSON.stringify(document, jsonValue);
+  const bytes = Buffer.byteLength(text, 'utf8');
+  check(bytes <= limit, 'TOO_LARGE',
+    `job payload is ${bytes} bytes, over the ${limit}-byte limit; split the work into smaller jobs with enqueueChunked(handler, rows, { chunkSize })`);
+  check(depthOf(document) <= LIMITS.depth, 'BAD_DOCUMENT', `args/kwargs are nested deeper than ${LIMITS.depth - 2} levels; flatten them`);
+  return text;
+}
+
+export class Client {
+  /**
+   * @param {object} [options]
+   * @param {string} [options.url] Redis URL (default: FAIRWAY_REDIS_URL, else redis://127.0.0.1:6379)
+   * @param {object} [options.redis] an already created node-redis client to use instead of `url`
+   */
+  constructor({ url, redis, prefix = 'fairway', tenantPrefix = 'tenant-', maxPayloadBytes = LIMITS.documentBytes } = {}) {
+    if (!PREFIX.test(prefix)) throw new TypeError(`prefix ${JSON.stringify(prefix)} is invalid: 1-32 letters, digits, _ . -`);
+    if (!TENANT_PREFIX.test(tenantPrefix)) throw new TypeError(`tenantPrefix ${JSON.stringify(tenantPrefix)} is invalid: start with a letter or digit, then letters, digits, _ . : - (at most 32)`);
+    if (!Number.isInteger(maxPayloadBytes) || maxPayloadBytes < 1 || maxPayloadBytes > LIMITS.documentBytes) {
+      throw new TypeError(`maxPayloadBytes must be from 1 to ${LIMITS.documentBytes} (the protocol's limit); got ${maxPayloadBytes}`);
+    }
+    this.redis = redis ?? createClient({ url: url ?? process.env.FAIRWAY_REDIS_URL ?? 'redis://127.0.0.1:6379' });
+    this.prefix = prefix;
+    this.tenantPrefix = tenantPrefix;
+    this.maxPayloadBytes = maxPayloadBytes;
+    this.shas = {};
+  }
+
+  /** Create a client and connect it. */
+  static async connect(options = {}) {
+    const client = new Client(options);
+    if (!client.redis.isOpen) await client.redis.connect();
+    return client;
+  }
+
+  async close() {
+    await this.redis.quit();
+  }
+
+  queueFor(queue, tenant) {
+    if (tenant !== undefined && tenant !== null) return checkQueue(`${this.tenantPrefix}${checkTenant(tenant)}`);
+    return checkQueue(queue ?? 'default');
+  }
+
+  /**
+   * Enqueue one job; resolves to its id. `delay` and `timeout` are in seconds.
+   * @param {string} handler @param {unknown[]} [args] @param {object} [options]
+   */
+  async enqueue(handler, args = [], { queue, tenant, delay, maxTries, timeout, jobId, kwargs } = {}) {
+    const target = this.queueFor(queue, tenant);
+    const doc = buildDocument({ handler, queue: target, args, kwargs, tenant, maxTries, timeout, jobId, delay },
+      Date.now(), this.maxPayloadBytes);
+    const ms = delayMs(delay);
+    if (tenant !== undefined && tenant !== null) {
+      await this.enqueueTenantDocuments(tenant, [doc], ms);
+    } else {
+      const base = `${this.prefix}:{${target}}:`;
+      const keys = [`${base}ready`, `${base}notify`, `${base}delayed`, `${this.prefix}:active`, `${this.prefix}:queues`];
+      await this.runScript('enqueue', keys, [doc, String(ms), target]);
+    }
+    return JSON.parse(doc).id;
+  }
+
+  /** Enqueue one job per argument array in `calls`, in order; resolves to their ids. */
+  async enqueueMany(handler, calls, { queue, tenant } = {}) {
+    const target = this.queueFor(queue, tenant);
+    const now = Date.now();
+    const docs = Array.from(calls, (args) =>
+      buildDocument({ handler, queue: target, args, tenant }, now, this.maxPayloadBytes));
+    if (tenant !== undefined && tenant !== null) {
+      await this.enqueueTenantDocuments(tenant, docs, 0);
+    } else {
+      const base = `${this.prefix}:{${target}}:`;
+      for (let start = 0; start < docs.length; start += LIMITS.documentsPerCall) {
+        const part = docs.slice(start, start + LIMITS.documentsPerCall);
+        await this.redis.multi()
+          .rPush(`${base}ready`, part)
+          .rPush(`${base}notify`, part.map(() => '1'))
+          .sAdd(`${this.prefix}:active`, target)
+          .sAdd(`${this.prefix}:queues`, target)
+          .exec();
+      }
+    }
+    return docs.map((doc) => JSON.parse(doc).id);
+  }
+
+  /** Split large work at dispatch: one job per `chunkSize` rows (its args: [rows]). */
+  async enqueueChunked(handler, rows, { chunkSize = 500, queue, tenant } = {}) {
+    if (!Number.isInteger(chunkSize) || chunkSize < 1) throw new JobError('BAD_DOCUMENT', 'chunkSize must be a whole number, at least 1');
+    const chunks = [];
+    for (let start = 0; start < rows.length; start += chunkSize) chunks.push([rows.slice(start, start + chunkSize)]);
+    return this.enqueueMany(handler, chunks, { queue, tenant });
+  }
+
+  async enqueueTenantDocuments(tenant, docs, ms) {
+    const group = `${this.prefix}:{tenants:${this.tenantPrefix}}:`;
+    const keys = [`${group}ring`, `${this.prefix}:active`, `${this.prefix}:queues`];
+    for (let start = 0; start < docs.length; start += LIMITS.documentsPerCall) {
+      const part = docs.slice(start, start + LIMITS.documentsPerCall);
+      await this.runScript('enqueue_tenant', keys, [group, tenant, String(ms), `@${this.tenantPrefix}`, ...part]);
+    }
+  }
+
+  /** EVALSHA, loading the script on first use or after a Redis restart; refusals become JobErrors. */
+  async runScript(name, keys, args) {
+    const command = (sha) => ['EVALSHA', sha, String(keys.length), ...keys, ...args];
+    try {
+      this.shas[name] ??= await this.redis.scriptLoad(SCRIPTS[name]);
+      try {
+        return await this.redis.sendCommand(command(this.shas[name]));
+      } catch (error) {
+        if (!String(error?.message).startsWith('NOSCRIPT')) throw error;
+        this.shas[name] = await this.redis.scriptLoad(SCRIPTS[name]);
+        return await this.redis.sendCommand(command(this.shas[name]));
+      }
+    } catch (error) {
+      const code = String(error?.message ?? '').split(' ', 1)[0];
+      if (REFUSALS.has(code)) throw new JobError(code, error.message);
+      throw error;
+    }
+  }
+}
