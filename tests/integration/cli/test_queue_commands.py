@@ -49,7 +49,8 @@ def test_enqueue_count_then_queues_reports_depths(redis_url: str) -> None:
 
 
 def test_pause_takes_effect_without_a_restart(redis_url: str) -> None:
-    assert fairway(redis_url, "pause", "--redis", redis_url, "high").stdout.strip() == "high: paused"
+    paused = fairway(redis_url, "pause", "--redis", redis_url, "--force", "high").stdout.strip()
+    assert paused == "high: paused (0 jobs wait; workers finish the jobs they hold)"
     Client(redis_url).enqueue_many("noop", [[]] * 3, queue="high")
     Client(redis_url).enqueue_many("noop", [[]] * 3, queue="low")
     out = fairway(redis_url, "worker", "--redis", redis_url, "--queues", "high,low", "--burst", "--log-format", "json")

@@ -74,41 +74,184 @@ def cmd_queues(args: argparse.Namespace) -> int:
     return OK
 
 
+def check_served_name(name: str) -> str | None:
+    """Why `name` is neither a queue name nor a tenant group's '@<queuePrefix>', or None."""
+    from fairway.queue.keys import is_group_name
+    from fairway.resource.names import QUEUE_NAME, QUEUE_NAME_RULE, TENANT_PREFIX
+
+    if is_group_name(name):
+        if TENANT_PREFIX.fullmatch(name[1:]):
+            return None
+        return f"{name!r} is not a tenant group: write @ and its queue prefix, e.g. @tenant-"
+    if QUEUE_NAME.fullmatch(name):
+        return None
+    return f"{name!r} is not a queue name: {QUEUE_NAME_RULE}"
+
+
+def tenant_hint(name: str, known: list[str]) -> str:
+    """For a name like tenant-42 when a group @tenant- is known: how to say that tenant."""
+    for group in (k for k in known if k.startswith("@")):
+        if name.startswith(group[1:]) and len(name) > len(group) - 1:
+            return f"; {name} is tenant {name[len(group) - 1 :]} of {group}: use --tenant {name[len(group) - 1 :]}"
+    return ""
+
+
 def cmd_pause(args: argparse.Namespace) -> int:
     from fairway.queue.admin import Admin
+    from fairway.queue.inspector import Inspector
+    from fairway.queue.job import JobError, check_tenant_id
+    from fairway.queue.keys import served_name_of_group
 
-    admin = Admin(_client(args))
-    for queue in args.queue:
-        admin.pause(queue) if args.verb == "pause" else admin.resume(queue)
-        print(f"{queue}: {'paused' if args.verb == 'pause' else 'serving'}")
+    pausing = args.verb == "pause"
+    verb = f"fairway {args.verb}"
+    if not args.names and not args.tenant:
+        print(f"{verb}: name a queue, a tenant group (@tenant-) or --tenant ID", file=sys.stderr)
+        return UNUSABLE
+    problems = [p for p in map(check_served_name, [*args.names, f"@{args.prefix}"]) if p]
+    for tenant in args.tenant or []:
+        try:
+            check_tenant_id(tenant)
+        except JobError as exc:
+            problems.append(str(exc))
+    if problems:
+        for problem in problems:
+            print(f"{verb}: {problem}", file=sys.stderr)
+        return INVALID
+    client = _client(args)
+    inspector, admin = Inspector(client), Admin(client)
+    known = inspector.known_queues()
+    group = served_name_of_group(args.prefix)
+    unknown = [n for n in args.names if n not in known]
+    if args.tenant and group not in known:
+        unknown.append(group)
+    if unknown and not args.force:
+        for name in unknown:
+            print(
+                f"{verb}: no queue or tenant group {name!r} has had jobs or workers (known: "
+                f"{', '.join(known) or 'none'}){tenant_hint(name, known)}; check the name, or pass --force "
+                "to pause it before its first job",
+                file=sys.stderr,
+            )
+        return INVALID
+    for name, row in zip(args.names, inspector.stats(args.names), strict=True):
+        if pausing:
+            admin.pause(name)
+            print(f"{name}: paused ({plural(row.ready, 'job')} wait; workers finish the jobs they hold)")
+        else:
+            admin.resume(name)
+            print(f"{name}: serving again ({plural(row.ready, 'job')} ready)")
+    for tenant in args.tenant or []:
+        if pausing:
+            admin.pause_tenant(args.prefix, tenant)
+            print(f"tenant {tenant} of {group}: paused (its jobs wait; the group's other tenants go on)")
+        else:
+            waiting = admin.continue_tenant(args.prefix, tenant)
+            state = "was not paused" if waiting < 0 else f"serving again ({plural(waiting, 'job')} ready)"
+            print(f"tenant {tenant} of {group}: {state}")
     return OK
+
+
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def failed_scope(args: argparse.Namespace, known: list[str]) -> tuple[list[str], str | None]:
+    """(served names to look in, tenant filter) for `fairway failed`: every known queue and group
+    without --queue; a tenant's queue name (tenant-42) means its group, filtered to that tenant."""
+    if args.queue is None:
+        return known, args.tenant
+    if args.queue in known:
+        return [args.queue], args.tenant
+    problem = check_served_name(args.queue)
+    if problem:
+        raise ValueError(problem)
+    for group in (k for k in known if k.startswith("@")):
+        tenant = args.queue[len(group) - 1 :]
+        if args.queue.startswith(group[1:]) and tenant and args.tenant in (None, tenant):
+            return [group], tenant
+    raise ValueError(f"no queue or tenant group {args.queue!r} is known (known: {', '.join(known) or 'none'})")
+
+
+def when(ms: int) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
 def cmd_failed(args: argparse.Namespace) -> int:
     from fairway.queue.admin import Admin
     from fairway.queue.inspector import Inspector
+    from fairway.queue.job import JobError
 
+    verb = f"fairway failed {args.action}"
     client = _client(args)
+    inspector = Inspector(client)
+    try:
+        names, tenant = failed_scope(args, inspector.known_queues())
+    except ValueError as exc:
+        print(f"{verb}: {exc}", file=sys.stderr)
+        return INVALID
+    where = ", ".join(names) or "any queue"
+    filters = "".join(f" {k} {v}" for k, v in (("handler", args.handler), ("tenant", tenant)) if v)
     if args.action == "list":
-        records = Inspector(client).failed_records(args.queue, args.limit)
+        failures = inspector.failures(names, handler=args.handler, tenant=tenant, limit=args.limit)
         if args.json:
-            print(json.dumps(records, indent=2))
-        for record in [] if args.json else records:
-            print(f"{record['id']}  attempts={record['attempts']}  {record['message']}")
+            print(
+                json.dumps(
+                    [{**f.record, "failed_at": f.failed_at_ms, "handler": f.handler} for f in failures], indent=2
+                )
+            )
+            return OK
+        if not failures:
+            print(f"no failed jobs in {where}{' with' + filters if filters else ''}")
+            return OK
+        print(f"{'FAILED AT':<20} {'QUEUE':<16} {'ID':<32} {'HANDLER':<20} {'TENANT':<12} {'TRIES':>5}  ERROR")
+        for f in failures:
+            error = f"{f.record.get('exception') or ''}: {f.record.get('message') or ''}".strip(": ")
+            print(
+                f"{when(f.failed_at_ms):<20} {f.served_name:<16} {f.id:<32} {f.handler:<20} {f.tenant or '-':<12} "
+                f"{f.record.get('attempts', '-'):>5}  {error[:120]}"
+            )
         return OK
-    if not args.ids:
-        print(f"fairway failed {args.action}: name at least one job id", file=sys.stderr)
+    if not args.ids and not (args.all or args.handler or tenant):
+        print(
+            f"{verb}: name job ids, or pass --all (or --handler / --tenant) to {args.action} every matching failed job",
+            file=sys.stderr,
+        )
         return UNUSABLE
     admin = Admin(client)
-    missing = 0
-    for job_id in args.ids:
-        done = (
-            admin.retry_failed(args.queue, job_id)
-            if args.action == "retry"
-            else admin.forget_failed(args.queue, job_id)
-        )
-        print(f"{job_id}: {'done' if done else 'no such failed job'}")
-        missing += not done
+    failures = inspector.failures(names, handler=args.handler, tenant=tenant)
+    if args.ids:
+        by_id = {f.id: f for f in failures}
+        chosen = [by_id[i] for i in args.ids if i in by_id]
+        missing = [i for i in args.ids if i not in by_id]
+    else:
+        chosen, missing = failures, []
+    done = 0
+    for f in chosen:
+        try:
+            acted = (
+                admin.retry_failed(f.served_name, f.id)
+                if args.action == "retry"
+                else admin.forget_failed(f.served_name, f.id)
+            )
+        except JobError as exc:
+            print(f"{f.id}: not retried, it cannot be enqueued as it is: {exc}", file=sys.stderr)
+            missing.append(f.id)
+            continue
+        if acted and args.ids:
+            target = f"onto {f.served_name}" if args.action == "retry" else f"from {f.served_name}"
+            print(f"{'retried' if args.action == 'retry' else 'forgot'} {f.id} ({f.handler}) {target}")
+        done += acted
+    for job_id in missing:
+        if job_id in args.ids and job_id not in {f.id for f in chosen}:
+            print(
+                f"{job_id}: no failed job with this id in {where}{' with' + filters if filters else ''}",
+                file=sys.stderr,
+            )
+    if not args.ids:
+        action = "retried" if args.action == "retry" else "forgot"
+        print(f"{action} {plural(done, 'failed job')} of {where}{' with' + filters if filters else ''}")
     return INVALID if missing else OK
 
 
@@ -126,12 +269,13 @@ def cmd_tenants(args: argparse.Namespace) -> int:
 
     print(
         f"{'TENANT':<24} {'WAITING':>8} {'IN FLIGHT':>9} {'DONE':>7} {'FAILED':>7} {'FAIL%':>6} "
-        f"{'P50 WAIT':>9} {'P99 WAIT':>9}  QUARANTINED"
+        f"{'P50 WAIT':>9} {'P99 WAIT':>9}  STATE"
     )
     for r in rows:
+        state = ", ".join(s for s, on in (("quarantined", r.quarantined), ("paused", r.paused)) if on)
         print(
             f"{r.tenant:<24} {r.waiting:>8} {r.in_flight:>9} {r.completed:>7} {r.failed:>7} "
-            f"{r.failure_rate:>6.1%} {ms(r.p50_wait_ms):>9} {ms(r.p99_wait_ms):>9}  {'yes' if r.quarantined else ''}"
+            f"{r.failure_rate:>6.1%} {ms(r.p50_wait_ms):>9} {ms(r.p99_wait_ms):>9}  {state}"
         )
     return OK
 
@@ -153,19 +297,34 @@ def register(verbs: Verbs) -> None:
     queues.add_argument("--json", action="store_true", help="print JSON instead of a table")
     queues.set_defaults(run=cmd_queues)
 
-    for verb, text in (("pause", "pause queues"), ("continue", "serve paused queues again")):
+    for verb, text in (
+        ("pause", "pause queues, a tenant group, or single tenants"),
+        ("continue", "serve paused queues, groups or tenants again"),
+    ):
         sub = verbs.add_parser(verb, help=text)
         add_redis_options(sub)
-        sub.add_argument("queue", nargs="+", help="queue names")
+        sub.add_argument("names", nargs="*", metavar="NAME", help="queue names, or @PREFIX for a whole tenant group")
+        sub.add_argument("--tenant", action="append", metavar="ID", help="a single tenant of the group (repeatable)")
+        sub.add_argument(
+            "--prefix",
+            default=DEFAULT_TENANT_PREFIX,
+            help=f"the tenant group's queue prefix (default {DEFAULT_TENANT_PREFIX})",
+        )
+        sub.add_argument("--force", action="store_true", help="act on a queue that has had no jobs or workers yet")
         sub.set_defaults(run=cmd_pause)
 
     failed = verbs.add_parser("failed", help="list, retry or forget failed jobs")
     add_redis_options(failed)
     failed.add_argument("action", choices=["list", "retry", "forget"], help="list, retry or forget failed jobs")
     failed.add_argument("ids", nargs="*", help="job ids (retry, forget)")
-    failed.add_argument("--queue", required=True, help="the queue, or @PREFIX for a tenant group (@tenant-)")
+    failed.add_argument(
+        "--queue", default=None, help="a queue, @PREFIX for a tenant group, or a tenant's queue (default: every queue)"
+    )
+    failed.add_argument("--handler", default=None, help="only jobs of this handler")
+    failed.add_argument("--tenant", default=None, help="only jobs of this tenant")
+    failed.add_argument("--all", action="store_true", help="retry or forget every matching failed job")
     failed.add_argument("--limit", type=int, default=50, help="most records to list, newest first (default 50)")
-    failed.add_argument("--json", action="store_true", help="print JSON instead of lines")
+    failed.add_argument("--json", action="store_true", help="print JSON instead of a table")
     failed.set_defaults(run=cmd_failed)
 
     tenants = verbs.add_parser("tenants", help="per-tenant figures: waiting, in flight, failures, p50/p99 wait")

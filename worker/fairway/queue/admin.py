@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
+from fairway.queue import calls
 from fairway.queue.connection import RedisClient, is_cluster
 from fairway.queue.keys import DEFAULT_PREFIX, QueueKeys, TenantGroupKeys, family_keys
 from fairway.queue.producer import Producer
@@ -17,12 +18,24 @@ class Admin:
         self.prefix = prefix
         self.producer = Producer(client, prefix)
 
-    def pause(self, queue: str) -> None:
-        self.client.set(QueueKeys(self.prefix, queue).paused, b"1")
-        self.producer.remember([queue])
+    def pause(self, served_name: str) -> None:
+        """Pause a queue, or a whole tenant group ('@<queuePrefix>'): workers take none of its jobs
+        (they finish the ones they hold). Registered, so `fairway queues` shows it paused."""
+        self.client.set(family_keys(self.prefix, served_name).paused, b"1")
+        self.producer.remember([served_name])
 
-    def resume(self, queue: str) -> None:
-        self.client.delete(QueueKeys(self.prefix, queue).paused)
+    def resume(self, served_name: str) -> None:
+        self.client.delete(family_keys(self.prefix, served_name).paused)
+
+    def pause_tenant(self, queue_prefix: str, tenant: str) -> None:
+        """One tenant of a group: it leaves the ring at its next turn; its jobs wait, others go on."""
+        self.client.sadd(TenantGroupKeys(self.prefix, queue_prefix).paused_tenants, tenant)
+
+    def continue_tenant(self, queue_prefix: str, tenant: str) -> int:
+        """Serve a paused tenant again; its waiting jobs, or -1 when it was not paused."""
+        g = TenantGroupKeys(self.prefix, queue_prefix)
+        active = None if is_cluster(self.client) else self.producer.globals.active
+        return int(self.producer.scripts.run(calls.continue_tenant(g, active, tenant)))
 
     def set_paused(self, queues: Sequence[str], paused: Iterable[str]) -> None:
         """Make exactly `paused` (a subset of `queues`) paused; what the operator pushes from the spec."""

@@ -94,6 +94,10 @@ def enqueue_tenant(
     return ScriptCall("enqueue_tenant", [g.ring, *registry], [g.base, tenant, delay_ms, g.name, *documents])
 
 
+def continue_tenant(g: TenantGroupKeys, active: str | None, tenant: str) -> ScriptCall:
+    return ScriptCall("continue_tenant", [g.ring, *_active(active)], [g.base, tenant, g.name])
+
+
 # -- reserving ---------------------------------------------------------------------------------------
 
 

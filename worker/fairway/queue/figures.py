@@ -62,6 +62,7 @@ class TenantFigures:
     completed: int = 0
     failed: int = 0
     quarantined: bool = False
+    paused: bool = False
     histogram: dict[int, int] = field(default_factory=dict)
 
     @property
@@ -88,6 +89,7 @@ class TenantFigures:
             "p50_wait_ms": self.p50_wait_ms,
             "p99_wait_ms": self.p99_wait_ms,
             "quarantined": self.quarantined,
+            "paused": self.paused,
         }
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from fairway.queue.connection import RedisClient
@@ -14,6 +15,25 @@ from fairway.queue.job import JobError, decode
 from fairway.queue.keys import DEFAULT_PREFIX, GlobalKeys, QueueKeys, TenantGroupKeys, family_keys, is_group_name
 
 TENANTS_FORGOTTEN_AFTER_MS = 3_600_000  # a tenant quiet for an hour leaves the tenant list
+_PAGE = 500  # failure records read per round trip
+
+
+@dataclass(frozen=True)
+class FailedJob:
+    served_name: str  # the queue, or the tenant group '@<queuePrefix>', whose failed store holds it
+    id: str
+    failed_at_ms: int
+    handler: str  # from the document; "-" when it was malformed
+    tenant: str | None
+    record: dict[str, Any]  # payload, exception, message, traceback, attempts
+
+    @classmethod
+    def of(cls, served_name: str, job_id: str, failed_at_ms: int, record: dict[str, Any]) -> FailedJob:
+        try:
+            handler = decode(record["payload"].encode()).handler
+        except (JobError, KeyError, AttributeError):
+            handler = "-"
+        return cls(served_name, job_id, failed_at_ms, handler, record.get("tenant"), record)
 
 
 def now_ms() -> int:
@@ -31,28 +51,45 @@ class Inspector:
 
     def stats(self, queues: Sequence[str]) -> list[QueueStats]:
         """Per-queue figures in one pipelined round trip (per node on a cluster). A tenant group
-        ('@<queuePrefix>') is one row: its ready jobs are its notify tokens (one per ready job, across
-        all its tenants), and its oldest age is not read (that would take a read per tenant)."""
+        ('@<queuePrefix>') is one row: its ready jobs are those on its tenants' lists (one more round
+        trip per group, for the tenants' names), and its oldest age is not read."""
         with self.client.pipeline(transaction=False) as pipe:
             for queue in queues:
                 k = family_keys(self.prefix, queue)
-                pipe.llen(k.ready if isinstance(k, QueueKeys) else k.notify)
+                if isinstance(k, QueueKeys):
+                    pipe.llen(k.ready)
+                    pipe.lindex(k.ready, 0)
+                else:
+                    pipe.lrange(k.ring, 0, -1)
+                    pipe.lrange(k.qring, 0, -1)
+                    pipe.smembers(k.paused_tenants)
                 pipe.zcard(k.reserved)
                 pipe.zcard(k.delayed)
                 pipe.hlen(k.failed)
                 pipe.exists(k.paused)
-                if isinstance(k, QueueKeys):
-                    pipe.lindex(k.ready, 0)
             raw = iter(pipe.execute())
         now = now_ms()
         out = []
         for queue in queues:
-            ready, reserved, delayed, failed, paused = (next(raw) for _ in range(5))
-            head = None if is_group_name(queue) else next(raw)
+            if is_group_name(queue):
+                tenants = {t.decode() for part in (next(raw), next(raw), next(raw)) for t in part}
+                ready, head = self.group_waiting(queue, tenants), None
+            else:
+                ready, head = next(raw), next(raw)
+            reserved, delayed, failed, paused = (next(raw) for _ in range(4))
             out.append(
                 QueueStats(queue, int(ready), int(reserved), int(delayed), int(failed), bool(paused), _age_s(head, now))
             )
         return out
+
+    def group_waiting(self, served_name: str, tenants: Iterable[str]) -> int:
+        """Ready jobs across a tenant group: the lengths of these tenants' lists."""
+        g = family_keys(self.prefix, served_name)
+        assert isinstance(g, TenantGroupKeys)
+        with self.client.pipeline(transaction=False) as pipe:
+            for tenant in tenants:
+                pipe.llen(g.tenant(tenant))
+            return sum(int(n) for n in pipe.execute())
 
     def tenant_figures(self, queue_prefix: str, window_s: int = 300) -> list[TenantFigures]:
         """Figures for every tenant active within the window: two pipelined round trips."""
@@ -65,6 +102,7 @@ class Inspector:
         with self.client.pipeline(transaction=False) as pipe:
             pipe.hgetall(g.inflight)
             pipe.smembers(g.quarantined)
+            pipe.smembers(g.paused_tenants)
             for tenant in tenants:
                 pipe.llen(g.tenant(tenant))
                 for minute in minutes:
@@ -72,12 +110,17 @@ class Inspector:
             raw = pipe.execute()
         inflight = {k.decode(): int(v) for k, v in raw[0].items()}
         quarantined = {t.decode() for t in raw[1]}
+        paused = {t.decode() for t in raw[2]}
         out = []
         step = 1 + len(minutes)
         for index, tenant in enumerate(tenants):
-            chunk = raw[2 + index * step : 2 + (index + 1) * step]
+            chunk = raw[3 + index * step : 3 + (index + 1) * step]
             figures = TenantFigures(
-                tenant, waiting=int(chunk[0]), in_flight=inflight.get(tenant, 0), quarantined=tenant in quarantined
+                tenant,
+                waiting=int(chunk[0]),
+                in_flight=inflight.get(tenant, 0),
+                quarantined=tenant in quarantined,
+                paused=tenant in paused,
             )
             for minute in chunk[1:]:
                 add_minute(figures, minute)
@@ -86,12 +129,37 @@ class Inspector:
 
     def failed_records(self, served_name: str, limit: int = 50) -> list[dict[str, Any]]:
         """Newest first, from a queue's failed store or a tenant group's ('@<queuePrefix>')."""
-        k = family_keys(self.prefix, served_name)
-        ids: list[Any] = list(self.client.zrevrange(k.failed_index, 0, limit - 1))
-        if not ids:
-            return []
-        records = self.client.hmget(k.failed, ids)
-        return [json.loads(r) for r in records if r is not None]
+        return [failure.record for failure in self.failures([served_name], limit=limit)]
+
+    def failures(
+        self,
+        served_names: Sequence[str],
+        *,
+        handler: str | None = None,
+        tenant: str | None = None,
+        limit: int | None = None,
+    ) -> list[FailedJob]:
+        """Failed jobs of these queues or groups, newest first, optionally only one handler's or
+        tenant's; read in pages, so retrying all of 100,000 failures never loads them at once."""
+        found: list[FailedJob] = []
+        for name in served_names:
+            k = family_keys(self.prefix, name)
+            start, matched = 0, 0
+            while limit is None or matched < limit:
+                page: list[Any] = list(self.client.zrevrange(k.failed_index, start, start + _PAGE - 1, withscores=True))
+                if not page:
+                    break
+                start += len(page)
+                records = self.client.hmget(k.failed, [job_id for job_id, _ in page])
+                for (job_id, failed_at), raw in zip(page, records, strict=True):
+                    if raw is None:
+                        continue
+                    failure = FailedJob.of(name, job_id.decode(), int(failed_at), json.loads(raw))
+                    if (handler is None or failure.handler == handler) and (tenant is None or failure.tenant == tenant):
+                        found.append(failure)
+                        matched += 1
+        found.sort(key=lambda f: -f.failed_at_ms)
+        return found[:limit] if limit is not None else found
 
     def average_runtimes_ms(self, served_names: Sequence[str], minutes: int = 5) -> dict[str, float | None]:
         """Average job runtime per served name over the last `minutes`; None where nothing ran."""

@@ -55,6 +55,9 @@ TENANT_GROUP_KEYS: tuple[KeyPart, ...] = (
     KeyPart("failed", "hash", "job id -> failure record (JSON)"),
     KeyPart("failed_index", "sorted set", "job id -> failed at (ms)"),
     KeyPart("paused", "string", "exists while the group is paused"),
+    KeyPart(
+        "paused_tenants", "set", "tenant ids paused one by one (`fairway pause --tenant`): out of the ring, jobs kept"
+    ),
     KeyPart("runtime", "hash", "per minute: total run time (ms) and jobs, for the auto-balancer"),
     KeyPart("progress:", "string", "`progress:<job id>`: the job's last progress report (JSON); expires after a day"),
 )
@@ -141,6 +144,7 @@ class TenantGroupKeys:
     failed = _Part(TENANT_GROUP_KEYS, "failed")
     failed_index = _Part(TENANT_GROUP_KEYS, "failed_index")
     paused = _Part(TENANT_GROUP_KEYS, "paused")
+    paused_tenants = _Part(TENANT_GROUP_KEYS, "paused_tenants")
     seen = _Part(TENANT_GROUP_KEYS, "seen")
     runtime = _Part(TENANT_GROUP_KEYS, "runtime")
 

@@ -38,6 +38,7 @@ NAMES = (
     "release_tenant",
     "fail_tenant",
     "maintain_tenant",
+    "continue_tenant",
 )
 _INCLUDE = "-- #include "
 

@@ -14,6 +14,7 @@ QUEUE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,62}$"
 QUEUE_NAME = re.compile(QUEUE_NAME_PATTERN.removeprefix("^").removesuffix("$"))
 QUEUE_NAME_RULE = "start with a letter or digit, then letters, digits, _ . : - (at most 63 characters)"
 TENANT_PREFIX_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,31}$"
+TENANT_PREFIX = re.compile(TENANT_PREFIX_PATTERN.removeprefix("^").removesuffix("$"))
 MODULE_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
 DEFAULT_TENANT_PREFIX = "tenant-"
 DEFAULT_WEIGHT = 1
