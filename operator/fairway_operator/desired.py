@@ -18,7 +18,7 @@ import yaml
 
 from fairway.plan.pools import Pool, initial_replicas, pools
 from fairway.plan.worker_config import worker_settings
-from fairway.queue.settings import REDIS_URL_ENV
+from fairway.resource.names import REDIS_URL_ENV
 from fairway.resource.spec import API_GROUP, API_VERSION, KIND, QueueSupervisorSpec
 from fairway_operator.names import dns_label, pool_label
 

@@ -20,17 +20,30 @@ def test_registered_handler_is_found_by_name() -> None:
 def resize() -> None: ...
 
 
-def test_default_name_is_module_and_qualname() -> None:
+def test_a_bare_decorator_registers_the_functions_own_name_and_finds_the_qualified_one() -> None:
     registry = Registry()
     job(registry=registry)(resize)
-    assert registry.names() == [f"{__name__}.resize"]
+    assert registry.names() == ["resize"]
+    assert registry.get("resize") is resize
+    assert registry.get(f"{__name__}.resize") is resize
+    with pytest.raises(UnknownHandler):
+        registry.get("elsewhere.resize")
 
 
-def test_a_nested_function_needs_an_explicit_name() -> None:
-    def inner() -> None: ...
+def test_two_functions_of_one_name_are_refused_with_the_fix() -> None:
+    registry = Registry()
+    job(registry=registry)(resize)
 
+    def resize_again() -> None: ...
+
+    resize_again.__name__ = "resize"
+    with pytest.raises(ValueError, match=r"registered twice, by .*resize and .*resize_again; give one another name"):
+        job(registry=registry)(resize_again)
+
+
+def test_a_lambda_needs_an_explicit_name() -> None:
     with pytest.raises(ValueError, match="must match"):
-        job(registry=Registry())(inner)
+        job(registry=Registry())(lambda: None)
 
 
 @pytest.mark.parametrize("name", ["os:system", "os.system", "subprocess.run", "builtins.eval"])

@@ -4,13 +4,13 @@ manifests (validate, render, up), and the Redis options of the verbs that talk t
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from fairway.resource.manifests import ManifestError, ValidationReport, load_documents, validate_document
+from fairway.resource.names import DEFAULT_REDIS_URL, REDIS_URL_ENV
 
 Verb = Callable[[argparse.Namespace], int]
 Verbs = Any  # argparse's private _SubParsersAction: what `add_subparsers` returns
@@ -90,15 +90,14 @@ def print_errors(label: str, supervisors: list[Supervisor]) -> bool:
     return bad
 
 
-DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
-REDIS_URL_HELP = f"Redis URL (default: $FAIRWAY_REDIS_URL, else {DEFAULT_REDIS_URL})"
+REDIS_URL_HELP = f"Redis URL (default: ${REDIS_URL_ENV}, else {DEFAULT_REDIS_URL})"
 
 
 def redis_url_default() -> str:
     """One rule for every verb: --redis, else FAIRWAY_REDIS_URL, else the local default."""
-    from fairway.queue.settings import REDIS_URL_ENV
+    from fairway.queue.connection import redis_url_from_env  # (redis-py loads only for verbs that use it)
 
-    return os.environ.get(REDIS_URL_ENV) or DEFAULT_REDIS_URL
+    return redis_url_from_env()
 
 
 def add_redis_options(parser: argparse.ArgumentParser) -> None:

@@ -17,8 +17,8 @@ from typing import Any
 
 from fairway.cli.common import OK, UNUSABLE, Verbs
 from fairway.cli.queue_verbs import split_queues
-from fairway.queue.settings import REDIS_URL_ENV
 from fairway.resource.manifests import ManifestError
+from fairway.resource.names import REDIS_URL_ENV
 
 # argparse dest -> WorkerSettings field, for the flags that map one to one
 FLAG_TO_SETTING: dict[str, str] = {

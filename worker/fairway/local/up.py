@@ -29,7 +29,7 @@ from fairway.plan.worker_config import worker_settings
 from fairway.queue.admin import Admin
 from fairway.queue.connection import CONNECTION_ERRORS, connect, redacted
 from fairway.queue.inspector import Inspector
-from fairway.queue.settings import REDIS_URL_ENV
+from fairway.resource.names import REDIS_URL_ENV
 from fairway.resource.spec import QueueSupervisorSpec
 
 RESTART_DELAY_S = 1.0

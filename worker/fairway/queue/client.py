@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from fairway.queue.connection import RedisClient, connect
+from fairway.queue.connection import RedisClient, connect, redis_url_from_env
 from fairway.queue.job import MAX_DOCUMENT_BYTES, JobError, check_tenant_id, new_job
 from fairway.queue.keys import DEFAULT_PREFIX, served_name_of_group
 from fairway.queue.producer import Producer
@@ -36,9 +36,7 @@ class Client:
                 f"enqueue scripts and the workers enforce too); got {max_payload_bytes!r}"
             )
         if client is None:
-            if redis_url is None:
-                raise ValueError("Client needs a redis_url or a client")
-            client = connect(redis_url, cluster)
+            client = connect(redis_url or redis_url_from_env(), cluster)
         self.redis = client
         self.producer = Producer(client, prefix)
         self.tenant_prefix = tenant_prefix

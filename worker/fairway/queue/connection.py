@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import re
 import threading
 import time
@@ -11,8 +12,17 @@ from typing import Any
 import redis
 from redis.cluster import RedisCluster
 
+from fairway.resource.names import DEFAULT_REDIS_URL, REDIS_URL_ENV
+
 log = logging.getLogger("fairway.worker")
 RedisClient = redis.Redis | RedisCluster
+
+
+def redis_url_from_env() -> str:
+    """One rule for every entry point: FAIRWAY_REDIS_URL, else the local default."""
+    return os.environ.get(REDIS_URL_ENV) or DEFAULT_REDIS_URL
+
+
 CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
     redis.ConnectionError,
     redis.TimeoutError,

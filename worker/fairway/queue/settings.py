@@ -19,8 +19,6 @@ from fairway.queue.keys import DEFAULT_PREFIX, served_name_of_group
 from fairway.resource.names import QUEUE_NAME, QUEUE_NAME_RULE
 from fairway.resource.spec import TenantsSpec, after_timeout, spec_default
 
-REDIS_URL_ENV = "FAIRWAY_REDIS_URL"  # where a worker finds its URL when no flag gives one (pods, `fairway up`)
-
 
 class WorkerSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -17,6 +17,8 @@ TENANT_PREFIX_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,31}$"
 TENANT_PREFIX = re.compile(TENANT_PREFIX_PATTERN.removeprefix("^").removesuffix("$"))
 MODULE_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
 DEFAULT_TENANT_PREFIX = "tenant-"
+REDIS_URL_ENV = "FAIRWAY_REDIS_URL"  # every entry point's Redis when none is given: verbs, workers, Client(), pods
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_WEIGHT = 1
 
 
