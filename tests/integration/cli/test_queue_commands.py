@@ -78,6 +78,10 @@ def test_worker_rejects_bad_settings_with_the_field_named(redis_url: str) -> Non
     assert "weights" in out.stderr and "not served queues" in out.stderr
     out = fairway(redis_url, "worker", "--redis", redis_url, "--queues", "a", "--weight", "a:2")
     assert out.returncode == 2 and "write QUEUE=N" in out.stderr
+    out = fairway(redis_url, "worker", "--redis", redis_url, "--queues", "a", "--tries", "0", "--concurrency", "0")
+    assert out.returncode == 2
+    assert "--tries: must be at least 1, not 0" in out.stderr and "--concurrency: must be at least 1" in out.stderr
+    assert "Input should" not in out.stderr and "Value error" not in out.stderr
 
 
 def test_bulk_enqueue_keeps_order_and_returns_ids(redis_url: str) -> None:

@@ -171,7 +171,8 @@ async def test_an_invalid_spec_is_reported_and_leaves_the_workers_alone(
     assert valid["reason"] == "SpecInvalid"
     assert valid["message"] == (
         "spec.queueWeights: The [shop.queueWeights] option only applies when [balance] "
-        "is none; each queue gets its own pool when balancing."
+        "is none; each queue gets its own pool when balancing. Fix: drop queueWeights, or set balance: none to "
+        "share one weighted pool."
     )
     assert children(k8s, "Deployment")["fairway-shop"]["metadata"]["resourceVersion"] == before
     assert set(children(k8s, "Deployment")) == {"fairway-shop"}

@@ -158,7 +158,8 @@ def test_weights_message_follows_the_seed_wording() -> None:
     report = validate_document(with_spec(balance="simple", queueWeights={"high": 3}))
     assert [str(p) for p in report.errors] == [
         "spec.queueWeights: The [shop.queueWeights] option only applies when [balance] is none; "
-        "each queue gets its own pool when balancing."
+        "each queue gets its own pool when balancing. Fix: drop queueWeights, or set balance: none to share one "
+        "weighted pool."
     ]
 
 

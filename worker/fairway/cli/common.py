@@ -9,8 +9,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fairway.resource.manifests import ManifestError, ValidationReport, load_documents, validate_document
+from fairway.resource.manifests import (
+    ManifestError,
+    ValidationReport,
+    describe,
+    is_supervisor,
+    load_documents,
+    validate_document,
+)
 from fairway.resource.names import DEFAULT_REDIS_URL, REDIS_URL_ENV
+from fairway.resource.spec import KIND
 
 Verb = Callable[[argparse.Namespace], int]
 Verbs = Any  # argparse's private _SubParsersAction: what `add_subparsers` returns
@@ -42,12 +50,28 @@ class Supervisor:
         return f"{label}: document {self.index} ({self.report.name or 'unnamed'})"
 
 
-def read_supervisors(path: str) -> list[Supervisor]:
-    """Every QueueSupervisor in the file, validated; ManifestError when the file cannot be used at all."""
+@dataclass(frozen=True)
+class ManifestFile:
+    label: str
+    supervisors: list[Supervisor]
+    skipped: list[str]  # "document 2 (ConfigMap settings)": documents that are not QueueSupervisors
+
+
+def read_supervisors(path: str) -> ManifestFile:
+    """Every QueueSupervisor in the file, validated, and the other documents it skipped; ManifestError
+    when the file cannot be used at all (unreadable, not YAML, no QueueSupervisor in it)."""
+    label = input_label(path)
     documents = load_documents(read_input(path))
-    if not documents:
-        raise ManifestError("no documents found")
-    return [Supervisor(index, doc, validate_document(doc)) for index, doc in enumerate(documents, start=1)]
+    supervisors, skipped = [], []
+    for index, doc in enumerate(documents, start=1):
+        if is_supervisor(doc):
+            supervisors.append(Supervisor(index, doc, validate_document(doc)))
+        elif doc is not None:
+            skipped.append(f"document {index} ({describe(doc)})")
+    if not supervisors:
+        found = f"; it holds {', '.join(skipped)}" if skipped else ""
+        raise ManifestError(f"no QueueSupervisor in it (kind: {KIND}){found}")
+    return ManifestFile(label, supervisors, skipped)
 
 
 def input_label(path: str) -> str:
@@ -62,22 +86,25 @@ class VerbFailed(Exception):
         self.code = code
 
 
-def load_supervisors(verb: str, path: str) -> tuple[str, list[Supervisor]]:
-    """(label, every document validated); a file that cannot be used at all ends the verb (exit 2)."""
-    label = input_label(path)
+def load_supervisors(verb: str, path: str) -> ManifestFile:
+    """Every QueueSupervisor validated, skipped documents noted on stderr; a file that cannot be used
+    at all ends the verb (exit 2)."""
     try:
-        return label, read_supervisors(path)
+        manifest = read_supervisors(path)
     except ManifestError as exc:
-        print(f"fairway {verb}: {label}: {exc}", file=sys.stderr)
+        print(f"fairway {verb}: {input_label(path)}: {exc}", file=sys.stderr)
         raise VerbFailed(UNUSABLE) from None
+    for skipped in manifest.skipped:
+        print(f"fairway {verb}: {manifest.label}: {skipped}: skipped, not a QueueSupervisor", file=sys.stderr)
+    return manifest
 
 
 def valid_supervisors(verb: str, path: str) -> list[Supervisor]:
-    """Every document, all valid; otherwise their problems are printed and the verb ends (exit 1)."""
-    label, supervisors = load_supervisors(verb, path)
-    if print_errors(label, supervisors):
+    """Every QueueSupervisor, all valid; otherwise their problems are printed and the verb ends (exit 1)."""
+    manifest = load_supervisors(verb, path)
+    if print_errors(manifest.label, manifest.supervisors):
         raise VerbFailed(INVALID)
-    return supervisors
+    return manifest.supervisors
 
 
 def print_errors(label: str, supervisors: list[Supervisor]) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from fairway.cli.common import INVALID, OK, Verbs, load_supervisors, print_errors
+from fairway.cli.common import INVALID, OK, VerbFailed, Verbs, load_supervisors, print_errors
 
 
 def cmd_crd(_: argparse.Namespace) -> int:
@@ -16,14 +16,22 @@ def cmd_crd(_: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    label, supervisors = load_supervisors("validate", args.file)
-    failed = print_errors(label, supervisors)
-    for sup in supervisors:
-        for warning in sup.report.warnings:
-            print(f"{sup.where(label)}: warning: {warning}")
-        if sup.report.valid:
-            print(f"{sup.where(label)}: valid")
-    return INVALID if failed else OK
+    """Every file, every document: one file's unusable input does not hide the others' results."""
+    outcome = OK
+    for path in args.file:
+        try:
+            manifest = load_supervisors("validate", path)
+        except VerbFailed as failed:
+            outcome = max(outcome, failed.code)
+            continue
+        if print_errors(manifest.label, manifest.supervisors):
+            outcome = max(outcome, INVALID)
+        for sup in manifest.supervisors:
+            for warning in sup.report.warnings:
+                print(f"{sup.where(manifest.label)}: warning: {warning}")
+            if sup.report.valid:
+                print(f"{sup.where(manifest.label)}: valid")
+    return outcome
 
 
 def register(verbs: Verbs) -> None:
@@ -31,5 +39,12 @@ def register(verbs: Verbs) -> None:
     crd.set_defaults(run=cmd_crd)
 
     validate = verbs.add_parser("validate", help="validate QueueSupervisor manifests")
-    validate.add_argument("-f", "--file", required=True, help="YAML file with one or more documents, or -")
+    validate.add_argument(
+        "-f",
+        "--file",
+        required=True,
+        nargs="+",
+        action="extend",
+        help="YAML files with one or more documents each (or - for stdin); other kinds are skipped with a note",
+    )
     validate.set_defaults(run=cmd_validate)

@@ -15,6 +15,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from pydantic_core import ErrorDetails
+
 from fairway.cli.common import OK, UNUSABLE, Verbs
 from fairway.cli.queue_verbs import split_queues
 from fairway.resource.manifests import ManifestError
@@ -76,11 +78,28 @@ def worker_settings(args: argparse.Namespace) -> Any:
     try:
         settings = WorkerSettings.model_validate(data)
     except ValidationError as exc:
-        lines = [f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors()]
+        lines = [setting_problem(error, bool(args.config)) for error in exc.errors()]
         raise ManifestError("invalid worker settings:\n  " + "\n  ".join(lines)) from None
     if settings.redis_url is None:
         raise ManifestError(f"no Redis URL: pass --redis URL or set {REDIS_URL_ENV}")
     return settings
+
+
+def setting_problem(error: ErrorDetails, from_config: bool) -> str:
+    """One settings error, named as the user wrote it: the flag (--tries), else the config key."""
+    from fairway.resource.wording import plain_message
+
+    flags = {setting: f"--{flag.replace('_', '-')}" for flag, setting in FLAG_TO_SETTING.items()}
+    flags.update(
+        redis_url=f"--redis (or {REDIS_URL_ENV})", queues="--queues", weights="--weight", handlers="--handlers"
+    )
+    location = [str(part) for part in error["loc"]]
+    if not location:
+        return plain_message(error)
+    name = flags.get(location[0], ".".join(location)) if len(location) == 1 else ".".join(location)
+    if from_config and len(location) == 1 and location[0] in flags:
+        name = f"{name} / {location[0]}"
+    return f"{name}: {plain_message(error)}"
 
 
 def cmd_worker(args: argparse.Namespace) -> int:

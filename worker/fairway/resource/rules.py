@@ -19,11 +19,12 @@ from typing import Any
 from fairway.resource.balance import shared_pool_cel
 
 WEIGHTS_NEED_BALANCE_NONE = (
-    "The [{name}queueWeights] option only applies when [balance] is none; each queue gets its own pool when balancing."
+    "The [{name}queueWeights] option only applies when [balance] is none; each queue gets its own pool when "
+    "balancing. Fix: drop queueWeights, or set balance: none to share one weighted pool."
 )
 TENANT_WEIGHT_NEEDS_BALANCE_NONE = (
     "The [{name}tenants.weight] option only applies when [balance] is none; "
-    "the tenant group gets its own pool when balancing."
+    "the tenant group gets its own pool when balancing. Fix: drop tenants.weight, or set balance: none."
 )
 
 
