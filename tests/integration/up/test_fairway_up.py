@@ -144,3 +144,58 @@ def test_up_never_shows_or_writes_the_password(redis_url: str, tmp_path: Path) -
         assert refused.returncode == 2 and "is not reachable" in out and "hunter2" not in out
     finally:
         admin.acl_deluser("app")
+
+
+def test_the_table_shows_failures_throughput_run_time_and_tenant_jobs_and_logs_only_changes(
+    redis_url: str, tmp_path: Path
+) -> None:
+    import io
+
+    from fairway.local.up import LOG_EVERY_S, Up
+    from fairway.resource.manifests import validate_document
+    from support.workers import run_in_process
+
+    body = yaml.safe_load(manifest(tmp_path, balance="none", tenants={"queuePrefix": "tenant-"}).read_text())
+    spec = validate_document(body).spec
+    assert spec is not None
+    client = Client(redis_url)
+    client.enqueue_many("sleep", [[0.01]] * 12, queue="high")
+    client.enqueue("fail", queue="low")
+    client.enqueue_many("noop", [[]] * 3, tenant="a")
+    run_in_process(redis_url, queues=["high", "low"], burst=True)
+    client.enqueue_many("noop", [[]] * 4, tenant="b")
+    out = io.StringIO()
+    up = Up([("local", spec)], redis_url, log_dir=tmp_path / "logs", out=out)
+    table = up.table()
+    rows = {line.split()[0]: line.split() for line in table.splitlines() if line.startswith("  ")}
+    assert rows["QUEUE"] == [
+        "QUEUE",
+        "READY",
+        "RESERVED",
+        "FAILED",
+        "JOBS/MIN",
+        "AVG",
+        "RUN",
+        "PROCS",
+        "PAUSED",
+        "OLDEST",
+    ]
+    assert rows["high"][1:4] == ["0", "0", "0"]
+    assert 12 / 5 <= float(rows["high"][4]) <= 12 / 4, "12 jobs in the 5-minute window"
+    assert rows["high"][5].endswith("ms") and 10 <= float(rows["high"][5][:-2]) < 100
+    assert rows["low"][3] == "1", "the failed job"
+    assert "7 jobs waiting across 2 tenants" in table
+    assert "(JOBS/MIN and AVG RUN over the last 5 min)" in table
+
+    up._render()
+    first = out.getvalue()
+    assert re.match(r"--- \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n", first), first[:60]
+    up._render()
+    assert out.getvalue() == first, "not again within LOG_EVERY_S"
+    up._last_render -= LOG_EVERY_S
+    up._render()
+    assert out.getvalue() == first, "nothing changed: nothing printed"
+    client.enqueue("noop", queue="high")
+    up._last_render -= LOG_EVERY_S
+    up._render()
+    assert out.getvalue().count("--- ") == 2 and out.getvalue() != first

@@ -7,7 +7,16 @@ import random
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fairway.queue.figures import TenantFigures, add_minute, bucket_upper_ms, quantile_ms, ranked, wait_bucket
+from fairway.queue.figures import (
+    TenantFigures,
+    add_minute,
+    bucket_lower_ms,
+    bucket_upper_ms,
+    duration,
+    quantile_ms,
+    ranked,
+    wait_bucket,
+)
 
 
 @given(st.floats(min_value=0, max_value=3_600_000))
@@ -28,6 +37,29 @@ def test_percentiles_of_known_waits() -> None:
     assert quantile_ms({}, 0.99) is None
 
 
+def test_a_percentile_is_interpolated_inside_its_bucket_not_pinned_to_the_upper_edge() -> None:
+    # Every tenant waited ~101 s: one bucket. The old upper edge said 110217ms for p50 and p99 alike.
+    bucket = wait_bucket(101_000)
+    histogram = {bucket: 200}
+    p50, p99 = quantile_ms(histogram, 0.5), quantile_ms(histogram, 0.99)
+    assert p50 is not None and p99 is not None
+    assert bucket_lower_ms(bucket) < p50 < p99 < bucket_upper_ms(bucket)
+    assert abs(p50 - 101_000) / 101_000 < 0.1
+    assert duration(p50 / 1000) == "1m41s"
+
+
+def test_one_duration_format_for_every_table() -> None:
+    assert [duration(s) for s in (None, 0.0004, 0.85, 4.567, 12.34, 245, 7380)] == [
+        "-",
+        "0ms",
+        "850ms",
+        "4.57s",
+        "12.3s",
+        "4m05s",
+        "2h03m",
+    ]
+
+
 def test_minutes_fold_into_counts_and_histogram() -> None:
     figures = TenantFigures("42", waiting=3)
     add_minute(figures, {b"c": b"8", b"f": b"2", b"w10": b"5"})
@@ -35,7 +67,7 @@ def test_minutes_fold_into_counts_and_histogram() -> None:
     assert (figures.completed, figures.failed) == (10, 2)
     assert figures.histogram == {10: 6, 20: 4}
     assert abs(figures.failure_rate - 2 / 12) < 1e-9
-    assert figures.as_dict()["p99_wait_ms"] == bucket_upper_ms(20)
+    assert bucket_lower_ms(20) <= figures.as_dict()["p99_wait_ms"] <= bucket_upper_ms(20)  # type: ignore[operator]
 
 
 def test_ranking_by_p99_failures_and_waiting() -> None:

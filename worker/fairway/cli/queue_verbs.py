@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from fairway.cli.common import INVALID, OK, UNUSABLE, Verbs, add_redis_options
-from fairway.queue.figures import SORTS
+from fairway.queue.figures import SORTS, duration
 from fairway.resource.names import DEFAULT_TENANT_PREFIX
 
 
@@ -66,7 +66,7 @@ def cmd_queues(args: argparse.Namespace) -> int:
         return OK
     print(f"{'QUEUE':<24} {'READY':>8} {'RESERVED':>9} {'DELAYED':>8} {'FAILED':>7} {'PAUSED':>7} {'OLDEST':>9}")
     for r in rows:
-        oldest = f"{r.oldest_age_s:.1f}s" if r.oldest_age_s is not None else "-"
+        oldest = duration(r.oldest_age_s)
         print(
             f"{r.queue:<24} {r.ready:>8} {r.reserved:>9} {r.delayed:>8} {r.failed:>7} "
             f"{'yes' if r.paused else 'no':>7} {oldest:>9}"
@@ -265,7 +265,7 @@ def cmd_tenants(args: argparse.Namespace) -> int:
         return OK
 
     def ms(value: float | None) -> str:
-        return "-" if value is None else f"{value:.0f}ms"
+        return duration(None if value is None else value / 1000)
 
     print(
         f"{'TENANT':<24} {'WAITING':>8} {'IN FLIGHT':>9} {'DONE':>7} {'FAILED':>7} {'FAIL%':>6} "

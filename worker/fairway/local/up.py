@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any, TextIO
@@ -28,11 +29,15 @@ from fairway.plan.pools import Pool, initial_replicas, pools
 from fairway.plan.worker_config import worker_settings
 from fairway.queue.admin import Admin
 from fairway.queue.connection import CONNECTION_ERRORS, connect, redacted
+from fairway.queue.figures import duration
 from fairway.queue.inspector import Inspector
+from fairway.queue.keys import served_name_of_group
 from fairway.resource.names import REDIS_URL_ENV
 from fairway.resource.spec import QueueSupervisorSpec
 
 RESTART_DELAY_S = 1.0
+LOG_EVERY_S = 10.0  # without a terminal, the table is a log entry at most this often
+RATE_WINDOW_MIN = 5  # throughput and average run time are over this many recent minutes
 
 
 def _write_private(path: Path, text: str) -> None:
@@ -88,7 +93,7 @@ class Up:
         self.log_dir = log_dir or Path(tempfile.mkdtemp(prefix="fairway-up-"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._stop = threading.Event()
-        self._last_table, self._last_render = "", 0.0
+        self._last_table, self._last_render = "", -LOG_EVERY_S
         self.supervisors: list[LocalSupervisor] = []
         for name, spec in supervisors:
             client = connect(redis_url, spec.redis.cluster)
@@ -208,45 +213,63 @@ class Up:
 
     def table(self) -> str:
         lines = []
+        # the runtime figures are kept per minute: the last RATE_WINDOW_MIN - 1 whole ones and this one
+        covered_min = RATE_WINDOW_MIN - 1 + (time.time() % 60) / 60
         for sup in self.supervisors:
             spec = sup.spec
-            processes = {q: 0 for q in spec.queues}
+            processes: dict[str, int] = {}
             for pool in sup.pools:
-                for queue in pool.pool.queues:
-                    processes[queue] += len(pool.processes)
+                for name in pool.pool.served:
+                    processes[name] = processes.get(name, 0) + len(pool.processes)
             lines.append(f"supervisor {sup.name} (balance {spec.balance}) on {redacted(self.redis_url)}")
-            lines.append(f"  {'QUEUE':<20} {'DEPTH':>7} {'RESERVED':>8} {'PROCS':>5} {'PAUSED':>6} {'OLDEST':>8}")
+            lines.append(
+                f"  {'QUEUE':<20} {'READY':>7} {'RESERVED':>8} {'FAILED':>6} {'JOBS/MIN':>8} {'AVG RUN':>8} "
+                f"{'PROCS':>5} {'PAUSED':>6} {'OLDEST':>8}"
+            )
+            names = [*spec.queues, *([served_name_of_group(spec.tenants.queue_prefix)] if spec.tenants else [])]
             try:
-                for s in sup.inspector.stats(spec.queues) if spec.queues else []:
-                    oldest = f"{s.oldest_age_s:.1f}s" if s.oldest_age_s is not None else "-"
+                runs = sup.inspector.runs(names, RATE_WINDOW_MIN)
+                for s in sup.inspector.stats(names) if names else []:
+                    run = runs[s.queue]
                     lines.append(
-                        f"  {s.queue:<20} {s.ready:>7} {s.reserved:>8} {processes[s.queue]:>5} "
-                        f"{'yes' if s.paused else 'no':>6} {oldest:>8}"
+                        f"  {s.queue:<20} {s.ready:>7} {s.reserved:>8} {s.failed:>6} {run.jobs / covered_min:>8.1f} "
+                        f"{duration(None if run.average_ms is None else run.average_ms / 1000):>8} "
+                        f"{processes.get(s.queue, 0):>5} {'yes' if s.paused else 'no':>6} {duration(s.oldest_age_s):>8}"
                     )
                 if spec.tenants is not None:
                     figures = sup.inspector.tenant_figures(spec.tenants.queue_prefix)
-                    active = sum(1 for f in figures if f.waiting or f.in_flight)
+                    waiting = sum(f.waiting for f in figures)
+                    tenants = sum(1 for f in figures if f.waiting or f.in_flight)
                     worst = max((f.p99_wait_ms for f in figures if f.p99_wait_ms is not None), default=None)
                     quarantined = sum(1 for f in figures if f.quarantined)
-                    tenant_procs = sum(len(p.processes) for p in sup.pools if p.pool.tenants)
+                    paused = sum(1 for f in figures if f.paused)
                     lines.append(
-                        f"  tenants {spec.tenants.queue_prefix}*: {active} active, {quarantined} "
-                        f"quarantined, worst p99 wait "
-                        f"{'-' if worst is None else f'{worst:.0f}ms'}, {tenant_procs} processes"
+                        f"  tenants {spec.tenants.queue_prefix}*: {waiting} jobs waiting across {tenants} tenants, "
+                        f"{quarantined} quarantined, {paused} paused, worst p99 wait "
+                        f"{duration(None if worst is None else worst / 1000)}"
                     )
             except CONNECTION_ERRORS as exc:
                 lines.append(f"  Redis unreachable: {exc}")
             restarts = sum(p.restarts for p in sup.pools)
             if restarts:
                 lines.append(f"  crashed workers restarted: {restarts}")
+        lines.append(f"  (JOBS/MIN and AVG RUN over the last {RATE_WINDOW_MIN} min)")
         return "\n".join(lines)
 
     def _render(self) -> None:
-        text = self.table()
+        """A screen redrawn every tick on a terminal; otherwise a log: a timestamped table at most every
+        LOG_EVERY_S, and only when something in it changed."""
         if self.out.isatty():
-            self.out.write("\x1b[H\x1b[J")
-        elif text == self._last_table and time.monotonic() - self._last_render < 10:
-            return  # a log, not a screen: print on change, or every 10 s
-        self._last_table, self._last_render = text, time.monotonic()
-        self.out.write(text + "\n")
+            self.out.write("\x1b[H\x1b[J" + self.table() + "\n")
+            self.out.flush()
+            return
+        if time.monotonic() - self._last_render < LOG_EVERY_S:
+            return
+        text = self.table()
+        self._last_render = time.monotonic()
+        if text == self._last_table:
+            return
+        self._last_table = text
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        self.out.write(f"--- {stamp}\n{text}\n")
         self.out.flush()

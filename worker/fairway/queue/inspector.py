@@ -163,18 +163,33 @@ class Inspector:
 
     def average_runtimes_ms(self, served_names: Sequence[str], minutes: int = 5) -> dict[str, float | None]:
         """Average job runtime per served name over the last `minutes`; None where nothing ran."""
+        return {name: run.average_ms for name, run in self.runs(served_names, minutes).items()}
+
+    def runs(self, served_names: Sequence[str], minutes: int = 5) -> dict[str, Runs]:
+        """Jobs finished and their total run time per served name over the last `minutes` (this one
+        included), from the per-minute runtime hashes workers keep."""
         now_minute = now_ms() // 60_000
         fields = [f"{m}:{kind}" for m in range(now_minute - minutes + 1, now_minute + 1) for kind in ("ms", "n")]
         with self.client.pipeline(transaction=False) as pipe:
             for name in served_names:
                 pipe.hmget(family_keys(self.prefix, name).runtime, fields)
             raw = pipe.execute()
-        out: dict[str, float | None] = {}
+        out: dict[str, Runs] = {}
         for name, values in zip(served_names, raw, strict=True):
             total = sum(float(v) for v in values[0::2] if v is not None)
             jobs = sum(int(v) for v in values[1::2] if v is not None)
-            out[name] = total / jobs if jobs else None
+            out[name] = Runs(jobs, total)
         return out
+
+
+@dataclass(frozen=True)
+class Runs:
+    jobs: int
+    total_ms: float
+
+    @property
+    def average_ms(self) -> float | None:
+        return self.total_ms / self.jobs if self.jobs else None
 
 
 def _age_s(head: bytes | None, now: int) -> float | None:
