@@ -132,3 +132,41 @@ def test_the_worker_says_what_it_serves_when_it_starts_and_why_it_stops(redis_ur
     assert "SIGTERM received" in err and "stopped after 1 job (SIGTERM)" in err
     (line,) = out.splitlines()
     assert line[:4].isdigit() and "T" in line.split()[0] and line.split()[1] == "ok", line
+
+
+@pytest.mark.parametrize(
+    ("verb", "says"),
+    [
+        (["enqueue", "noop", "--count", "0"], "argument --count: 0 is too small"),
+        (["failed", "list", "--limit", "-1"], "argument --limit: -1 is too small"),
+        (["tenants", "--window", "0"], "argument --window: 0 is too small"),
+        (["tenants", "--limit", "x"], "argument --limit: 'x' is not a whole number"),
+        (["tenants", "--prefix", "x{"], "--prefix: '@x{' is not a tenant group"),
+        (["queues", "--queues", "bad{"], "'bad{' is not a queue name"),
+    ],
+)
+def test_counts_limits_and_names_are_checked_by_every_verb(redis_url: str, verb: list[str], says: str) -> None:
+    out = fairway(*verb, "--redis", redis_url)
+    assert out.returncode in (1, 2) and says in out.stderr and "Traceback" not in out.stderr
+
+
+def test_empty_tables_say_so(redis_url: str) -> None:
+    assert fairway("queues", "--redis", redis_url).stdout.startswith("no queues yet")
+    assert fairway("tenants", "--redis", redis_url).stdout.strip() == "no tenants of @tenant- active in the last 5m00s"
+
+
+def test_dev_says_what_it_installs_before_each_install() -> None:
+    """`./dev run` once sat silent for a minute behind `pip -q`: every install step is announced."""
+    from pathlib import Path
+
+    lines = (Path(__file__).resolve().parents[3] / "dev").read_text().splitlines()
+    installs = [
+        i
+        for i, line in enumerate(lines)
+        if any(k in line for k in ("pip install", "npm ci", "apt-get install", "-m venv"))
+    ]
+    assert len(installs) >= 5
+    for i in installs:
+        assert any('echo "dev: ' in line for line in lines[max(0, i - 3) : i + 1]), (
+            f"dev line {i + 1} installs silently"
+        )

@@ -55,14 +55,34 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
     return OK
 
 
+def at_least_1(text: str) -> int:
+    """argparse type for counts and limits: a whole number of at least 1 (argparse names the flag)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is too small: give 1 or more")
+    return value
+
+
 def cmd_queues(args: argparse.Namespace) -> int:
     from fairway.queue.inspector import Inspector
 
+    queues = split_queues(args.queues) if args.queues else None
+    problems = [p for p in map(check_served_name, queues or []) if p]
+    if problems:
+        for problem in problems:
+            print(f"fairway queues: {problem}", file=sys.stderr)
+        return INVALID
     inspector = Inspector(_client(args))
-    queues = split_queues(args.queues) if args.queues else inspector.known_queues()
+    queues = queues or inspector.known_queues()
     rows = inspector.stats(queues)
     if args.json:
         print(json.dumps([row.__dict__ for row in rows], indent=2))
+        return OK
+    if not rows:
+        print("no queues yet: enqueue a job or start a worker, and its queues appear here")
         return OK
     print(f"{'QUEUE':<24} {'READY':>8} {'RESERVED':>9} {'DELAYED':>8} {'FAILED':>7} {'PAUSED':>7} {'OLDEST':>9}")
     for r in rows:
@@ -259,9 +279,16 @@ def cmd_tenants(args: argparse.Namespace) -> int:
     from fairway.queue.figures import ranked
     from fairway.queue.inspector import Inspector
 
+    problem = check_served_name(f"@{args.prefix}")
+    if problem:
+        print(f"fairway tenants: --prefix: {problem}", file=sys.stderr)
+        return INVALID
     rows = ranked(Inspector(_client(args)).tenant_figures(args.prefix, args.window), args.sort, args.limit)
     if args.json:
         print(json.dumps([row.as_dict() for row in rows], indent=2))
+        return OK
+    if not rows:
+        print(f"no tenants of @{args.prefix} active in the last {duration(args.window)}")
         return OK
 
     def ms(value: float | None) -> str:
@@ -285,7 +312,7 @@ def register(verbs: Verbs) -> None:
     add_redis_options(enqueue)
     enqueue.add_argument("--queue", default=None, help="queue to enqueue to (default: default)")
     enqueue.add_argument("--tenant", default=None, help="tenant id: enqueue to that tenant's queue instead")
-    enqueue.add_argument("--count", type=int, default=1, help="enqueue this many copies (default 1)")
+    enqueue.add_argument("--count", type=at_least_1, default=1, help="enqueue this many copies (default 1)")
     enqueue.add_argument("--delay", type=float, default=None, help="seconds before the job is ready")
     enqueue.add_argument("--args", default=None, help="JSON array of args or object of kwargs")
     enqueue.add_argument("handler", help="the name a handler was registered under with @fairway.job")
@@ -323,15 +350,15 @@ def register(verbs: Verbs) -> None:
     failed.add_argument("--handler", default=None, help="only jobs of this handler")
     failed.add_argument("--tenant", default=None, help="only jobs of this tenant")
     failed.add_argument("--all", action="store_true", help="retry or forget every matching failed job")
-    failed.add_argument("--limit", type=int, default=50, help="most records to list, newest first (default 50)")
+    failed.add_argument("--limit", type=at_least_1, default=50, help="most records to list, newest first (default 50)")
     failed.add_argument("--json", action="store_true", help="print JSON instead of a table")
     failed.set_defaults(run=cmd_failed)
 
     tenants = verbs.add_parser("tenants", help="per-tenant figures: waiting, in flight, failures, p50/p99 wait")
     add_redis_options(tenants)
     tenants.add_argument("--prefix", default=DEFAULT_TENANT_PREFIX, help="the tenant group's queue prefix")
-    tenants.add_argument("--window", type=int, default=300, help="seconds of history to summarise")
+    tenants.add_argument("--window", type=at_least_1, default=300, help="seconds of history to summarise")
     tenants.add_argument("--sort", choices=list(SORTS), default="p99", help="worst first by this (default p99)")
-    tenants.add_argument("--limit", type=int, default=None, help="show only the first N tenants")
+    tenants.add_argument("--limit", type=at_least_1, default=None, help="show only the first N tenants")
     tenants.add_argument("--json", action="store_true", help="print JSON instead of a table")
     tenants.set_defaults(run=cmd_tenants)

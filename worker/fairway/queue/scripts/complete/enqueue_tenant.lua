@@ -88,17 +88,21 @@ local function split_member(member)
   return string.sub(member, 1, tab - 1), string.sub(member, tab + 1)
 end
 
--- Make a tenant's document ready; a tenant whose list was empty joins the ring it belongs in.
+-- A tenant with ready jobs joins the ring it belongs in (the slow lane when quarantined).
+local function join_ring(G, id)
+  if redis.call('SISMEMBER', G .. 'quarantined', id) == 1 then
+    redis.call('RPUSH', G .. 'qring', id)
+  else
+    redis.call('RPUSH', G .. 'ring', id)
+  end
+end
+
+-- Make a tenant's document ready; a tenant whose list was empty joins its ring, unless it is paused
+-- (it joins when it is continued).
 local function push_tenant(G, id, doc, now)
   local length = redis.call('RPUSH', G .. 't:' .. id, doc)
   redis.call('RPUSH', G .. 'notify', '1')
-  if length == 1 then
-    if redis.call('SISMEMBER', G .. 'quarantined', id) == 1 then
-      redis.call('RPUSH', G .. 'qring', id)
-    else
-      redis.call('RPUSH', G .. 'ring', id)
-    end
-  end
+  if length == 1 and redis.call('SISMEMBER', G .. 'paused_tenants', id) == 0 then join_ring(G, id) end
   redis.call('ZADD', G .. 'seen', now, id)
 end
 
@@ -177,7 +181,10 @@ local function pop_tenant(group, u, deadline)
     local r, curf, nf = ring, 'cur', 'n'
     if slow then r, curf, nf = qring, 'qcur', 'qn' end
     local id = redis.call('LINDEX', r, 0)
-    if (not slow) and redis.call('SISMEMBER', G .. 'quarantined', id) == 1 then
+    if redis.call('SISMEMBER', G .. 'paused_tenants', id) == 1 then
+      redis.call('LPOP', r)  -- paused: out of the ring, its jobs kept, until `fairway continue --tenant`
+      redis.call('HSET', state, curf, '', nf, 0)
+    elseif (not slow) and redis.call('SISMEMBER', G .. 'quarantined', id) == 1 then
       redis.call('LPOP', ring)  -- quarantined since it joined the ring: to the slow lane, then draw again
       redis.call('RPUSH', qring, id)
     else
