@@ -33,10 +33,14 @@ def cmd_operator(args: argparse.Namespace) -> int:
 
     import fairway_operator.handlers  # noqa: F401  (registers the handlers)
     from fairway_operator.kube import load_config
+    from fairway_operator.metrics import OperatorMetrics
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     load_config()
-    memo = kopf.Memo(worker_image=args.worker_image)
+    metrics = OperatorMetrics()
+    if args.metrics_port:
+        metrics.serve(args.metrics_port)
+    memo = kopf.Memo(worker_image=args.worker_image, metrics=metrics)
     asyncio.run(
         kopf.operator(
             clusterwide=args.all_namespaces,
@@ -70,6 +74,13 @@ def register(verbs: Any) -> None:
         default="info",
         choices=["debug", "info", "warning", "error"],
         help="log level (default info)",
+    )
+    operator.add_argument(
+        "--metrics-port",
+        dest="metrics_port",
+        type=int,
+        default=9100,
+        help="serve Prometheus /metrics on this port (default 9100; 0 = off)",
     )
     operator.add_argument(
         "--worker-image", dest="worker_image", default=None, help="image for workers whose spec.worker.image is not set"

@@ -154,6 +154,16 @@ def desired(
         }
         if spec.worker.resources:
             container["resources"] = spec.worker.resources
+        pod_annotations = {CONFIG_HASH: config_hash}
+        if spec.worker.metrics_port:
+            container["ports"] = [{"name": "metrics", "containerPort": spec.worker.metrics_port, "protocol": "TCP"}]
+            pod_annotations.update(
+                {
+                    "prometheus.io/scrape": "true",
+                    "prometheus.io/port": str(spec.worker.metrics_port),
+                    "prometheus.io/path": "/metrics",
+                }
+            )
         pod_spec: dict[str, Any] = {
             "terminationGracePeriodSeconds": spec.effective_grace_period,
             "automountServiceAccountToken": spec.worker.automount_service_account_token,
@@ -183,7 +193,7 @@ def desired(
                 "replicas": replicas[pool.name],
                 "selector": {"matchLabels": selector},
                 "template": {
-                    "metadata": {"labels": labels, "annotations": {CONFIG_HASH: config_hash}},
+                    "metadata": {"labels": labels, "annotations": pod_annotations},
                     "spec": pod_spec,
                 },
             },

@@ -34,7 +34,11 @@ PASS_CONCURRENCY = 16
 
 def _reconciler(memo: kopf.Memo) -> Reconciler:
     if getattr(memo, "reconciler", None) is None:
-        memo.reconciler = Reconciler(Kube(), default_image=getattr(memo, "worker_image", None) or DEFAULT_IMAGE)
+        memo.reconciler = Reconciler(
+            Kube(),
+            default_image=getattr(memo, "worker_image", None) or DEFAULT_IMAGE,
+            metrics=getattr(memo, "metrics", None),
+        )
     reconciler: Reconciler = memo.reconciler
     return reconciler
 
@@ -201,9 +205,11 @@ async def _balance_and_refresh(memo: kopf.Memo, index: kopf.Index, children: kop
                 task = asyncio.create_task(visit(key, body, due_balance))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
-            for gone in set(balanced) - set(index):
+            for gone in set(refreshed) - set(index):
                 balanced.pop(gone, None)
                 refreshed.pop(gone, None)
+                if reconciler.metrics is not None:
+                    reconciler.metrics.forget(gone)
     finally:
         for task in tasks:
             task.cancel()

@@ -27,6 +27,7 @@ from fairway.resource.manifests import ValidationReport, validate_spec
 from fairway.resource.spec import QueueSupervisorSpec
 from fairway_operator.desired import DEFAULT_IMAGE, POOL_KEY, PoolChildren, all_objects, desired
 from fairway_operator.kube import Kube, names_of
+from fairway_operator.metrics import OperatorMetrics
 from fairway_operator.report import Observations, PoolObservation, build_status, parse_status
 
 REDIS_ERRORS: tuple[type[BaseException], ...] = (*CONNECTION_ERRORS, OSError)
@@ -103,10 +104,17 @@ class SpecCache:
 
 
 class Reconciler:
-    def __init__(self, kube: Kube, redis: RedisViews | None = None, default_image: str = DEFAULT_IMAGE) -> None:
+    def __init__(
+        self,
+        kube: Kube,
+        redis: RedisViews | None = None,
+        default_image: str = DEFAULT_IMAGE,
+        metrics: OperatorMetrics | None = None,
+    ) -> None:
         self.kube = kube
         self.redis = redis or RedisViews()
         self.default_image = default_image
+        self.metrics = metrics
         self.specs = SpecCache()
         self._secrets: dict[tuple[str, str, str], tuple[float, str]] = {}
 
@@ -161,6 +169,18 @@ class Reconciler:
         `owned`: the supervisor's Deployments as a kopf index already holds them (observe passes), so
         the periodic loop reads nothing from the API server; None lists them.
         """
+        if self.metrics is None:
+            return self._pass(body, apply=apply, rebalance_now=rebalance_now, owned=owned)
+        started = time.perf_counter()
+        try:
+            return self._pass(body, apply=apply, rebalance_now=rebalance_now, owned=owned)
+        finally:
+            self.metrics.passes.labels("full" if apply else "observe").inc()
+            self.metrics.latency.observe(time.perf_counter() - started)
+
+    def _pass(
+        self, body: Mapping[str, Any], *, apply: bool, rebalance_now: bool, owned: list[dict[str, Any]] | None
+    ) -> Outcome:
         meta = body["metadata"]
         name, namespace = meta["name"], meta.get("namespace", "default")
         previous_raw = dict(body.get("status") or {})
@@ -210,6 +230,13 @@ class Reconciler:
             weights=spec.effective_weights(),
         )
         status = build_status(observations, previous, now_iso())
+        if self.metrics is not None:
+            for source, error in (("kubernetes", api_error), ("redis", redis_error)):
+                if error:
+                    self.metrics.errors.labels(source).inc()
+            if stats is not None:
+                top_n = spec.tenants.metrics_top_n if spec.tenants else 0
+                self.metrics.observe((namespace, name), status.queues, figures, top_n)
         return Outcome(_changed(previous_raw, status.to_api()), True, api_error=api_error)
 
     def _apply(

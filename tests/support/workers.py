@@ -58,6 +58,8 @@ def start_worker(redis_url: str, *args: str, test_redis: str | None = None) -> W
         "support.jobs",
         "--log-format",
         "json",
+        "--metrics-port",
+        "0",
         *args,
     ]
     return WorkerProcess(cmd, worker_env(test_redis or redis_url))
@@ -73,7 +75,9 @@ def run_in_process(redis_url: str, seed: int = 1, **fields: Any) -> list[dict[st
     """Run a worker in this process until it stops (burst or max_jobs); its JSON job lines."""
     import fairway.builtins  # noqa: F401
 
-    settings = WorkerSettings.model_validate({"redis_url": redis_url, "log_format": "json", **fields})
+    settings = WorkerSettings.model_validate(
+        {"redis_url": redis_url, "log_format": "json", "metrics_port": 0, **fields}
+    )
     out = io.StringIO()
     fetcher = fetcher_for(connect(redis_url, settings.cluster), settings, random.Random(seed))
     Worker(settings, fetcher, registry, out=out).run()

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import socket
+import urllib.request
 from typing import Any
 
 import kubernetes
 import pytest
 import pytest_asyncio
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
+from fairway_operator.metrics import OperatorMetrics
 from support.kopf_kmock import Emulator, eventually, running_operator, secret
 
 NS = "jobs"
@@ -350,3 +354,56 @@ async def test_operator_restart_makes_no_duplicates_and_keeps_status(k8s: Emulat
         valid_after = condition({"status": status_after}, "Valid")
         assert valid_before and valid_after
         assert valid_after["lastTransitionTime"] == valid_before["lastTransitionTime"]
+
+
+# -- /metrics ---------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def scrape(port: int) -> list[Any]:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    return [sample for family in text_string_to_metric_families(text) for sample in family.samples]
+
+
+def pick(samples: list[Any], name: str, **labels: str) -> list[Any]:
+    return [s for s in samples if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())]
+
+
+async def test_the_operator_exports_queues_top_tenants_and_passes_on_metrics(
+    k8s: Emulator, redis_secret: None, redis_url: str
+) -> None:
+    from fairway.queue.client import Client
+
+    client = Client(redis_url)
+    client.enqueue_many("noop", [[]] * 7, queue="high")
+    for n in range(120):  # 120 tenants, a few with deep backlogs
+        client.enqueue_many("noop", [[]] * (1 + (50 if n in (7, 42, 99) else 0)), tenant=f"t{n}")
+    metrics, port = OperatorMetrics(), free_port()
+    metrics.serve(port, addr="127.0.0.1")
+    async with running_operator(k8s, metrics=metrics):
+        await create(supervisor(pausedQueues=["low"], tenants={"queuePrefix": "tenant-", "metricsTopN": 5}))
+
+        async def exported() -> list[Any] | None:
+            samples = await asyncio.to_thread(scrape, port)
+            return samples if pick(samples, "fairway_queue_ready_jobs", queue="high") else None
+
+        samples = await eventually(exported, 15)
+    assert samples
+    who = {"namespace": "jobs", "supervisor": "shop"}
+    assert pick(samples, "fairway_queue_ready_jobs", queue="high", **who)[0].value == 7
+    assert pick(samples, "fairway_queue_paused", queue="low", **who)[0].value == 1
+    assert pick(samples, "fairway_queue_processes", queue="high", **who)[0].value == 1
+    assert pick(samples, "fairway_tenants_active", **who)[0].value == 120
+    assert pick(samples, "fairway_tenants_waiting_jobs", **who)[0].value == 120 + 150
+    tenants = {s.labels["tenant"] for s in pick(samples, "fairway_tenant_waiting_jobs", **who)}
+    assert {"t7", "t42", "t99"} <= tenants and len(tenants) <= 10, "top 5 by waiting and by p99 only"
+    assert pick(samples, "fairway_tenant_waiting_jobs", tenant="t42", **who)[0].value == 51
+    assert pick(samples, "fairway_reconcile_passes_total", kind="full")[0].value >= 1
+    assert pick(samples, "fairway_reconcile_duration_seconds_count")[0].value >= 1
+    names = {s.name for s in samples}
+    assert all(n.startswith("fairway_") for n in names)

@@ -39,6 +39,12 @@ EVERY_VALUE: dict[str, Any] = {
     "serviceAccount": {"create": True, "name": "fairway-operator"},
     "crds": {"install": True},
     "peering": {"name": "shop-peering"},
+    "metrics": {
+        "port": 9200,
+        "serviceMonitor": {"enabled": True, "interval": "15s", "labels": {"release": "prom"}},
+        "alerts": {"enabled": True, "tenantP99WaitSeconds": 90, "oldestJobAgeSeconds": 300, "labels": {"team": "q"}},
+        "grafanaDashboard": {"enabled": True, "labels": {"grafana_dashboard": "yes"}},
+    },
     "supervisors": [
         {
             "name": "weighted",
@@ -86,6 +92,7 @@ def test_defaults_install_the_crd_operator_and_cluster_rbac() -> None:
         "ClusterRoleBinding",
         "CustomResourceDefinition",
         "Deployment",
+        "Service",
         "ServiceAccount",
     ]
     (crd,) = by_kind(objs, "CustomResourceDefinition")
@@ -176,8 +183,8 @@ def test_people_edit_supervisors_with_edit_and_read_them_with_view() -> None:
 @pytest.mark.parametrize("values", [{}, EVERY_VALUE], ids=["defaults", "every-value"])
 def test_rendered_objects_validate_against_kubernetes_schemas(values: dict[str, Any]) -> None:
     for obj in render(values):
-        if obj["apiVersion"].startswith(("fairway.dev/", "kopf.dev/")):
-            continue  # custom resources: validated by their CRD (tests/unit/spec)
+        if obj["apiVersion"].startswith(("fairway.dev/", "kopf.dev/", "monitoring.coreos.com/")):
+            continue  # custom resources: validated by their CRD (ours: tests/unit/spec)
         kubernetes_validate.validate(obj, "1.37.0", strict=True)
 
 
@@ -197,3 +204,63 @@ def test_bad_values_are_rejected_by_the_schema(values: dict[str, Any], complaint
     chart = helm.Chart.load(CHART)
     with pytest.raises(helm.HelmValuesError, match=complaint):
         chart.validate_schema(values)
+
+
+def exported_names() -> set[str]:
+    """Every sample name the worker and the operator expose, as Prometheus writes them."""
+    from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
+
+    from fairway.queue.metrics import WorkerMetrics
+    from fairway_operator.metrics import OperatorMetrics
+
+    families = [*WorkerMetrics([], lambda: 0, lambda: 0).collect(), *OperatorMetrics().registry.collect()]
+    names = set()
+    for family in families:
+        if isinstance(family, CounterMetricFamily) or family.type == "counter":
+            names.add(family.name + "_total")
+        elif isinstance(family, HistogramMetricFamily) or family.type == "histogram":
+            names.update(family.name + suffix for suffix in ("_bucket", "_count", "_sum"))
+        else:
+            names.add(family.name)
+    return names
+
+
+def test_metrics_are_served_and_scraped_by_annotation_by_default_and_monitors_are_opt_in() -> None:
+    objs = render()
+    (dep,) = by_kind(objs, "Deployment")
+    container = dep["spec"]["template"]["spec"]["containers"][0]
+    assert "--metrics-port=9100" in container["args"]
+    assert {"name": "metrics", "containerPort": 9100} in container["ports"]
+    assert dep["spec"]["template"]["metadata"]["annotations"]["prometheus.io/port"] == "9100"
+    (service,) = by_kind(objs, "Service")
+    assert service["spec"]["ports"] == [{"name": "metrics", "port": 9100, "targetPort": "metrics"}]
+    assert not [o for o in objs if o["kind"] in ("ServiceMonitor", "PodMonitor", "PrometheusRule")]
+    assert not by_kind(objs, "ConfigMap")
+    off = render({"metrics": {"port": 0}})
+    assert (
+        not by_kind(off, "Service")
+        and "--metrics-port=0" in by_kind(off, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0]["args"]
+    )
+
+
+def test_monitors_alerts_and_the_dashboard_use_metrics_that_exist() -> None:
+    import json
+    import re
+
+    objs = render(EVERY_VALUE)
+    (monitor,) = by_kind(objs, "ServiceMonitor")
+    assert monitor["metadata"]["labels"]["release"] == "prom" and monitor["spec"]["endpoints"][0]["interval"] == "15s"
+    (pods,) = by_kind(objs, "PodMonitor")
+    assert pods["spec"]["selector"]["matchLabels"] == {"app.kubernetes.io/managed-by": "fairway"}
+    assert pods["spec"]["namespaceSelector"] == {"matchNames": ["shop", "billing"]}
+    (rule,) = by_kind(objs, "PrometheusRule")
+    alerts = {r["alert"]: r for r in rule["spec"]["groups"][0]["rules"]}
+    assert set(alerts) == {"FairwayTenantWaitHigh", "FairwayQueueOldestJobOld"}
+    assert alerts["FairwayTenantWaitHigh"]["expr"].endswith("> 90")
+    assert alerts["FairwayQueueOldestJobOld"]["expr"].endswith("> 300")
+    (dashboard_map,) = [c for c in by_kind(objs, "ConfigMap") if c["metadata"]["name"].endswith("-dashboard")]
+    dashboard = json.loads(dashboard_map["data"]["fairway.json"])
+    assert len(dashboard["panels"]) >= 10 and all(p["targets"] for p in dashboard["panels"])
+    used = set(re.findall(r"fairway_[a-z0-9_]+", json.dumps(dashboard) + json.dumps(rule)))
+    missing = used - exported_names()
+    assert not missing, f"the dashboard or alerts use metrics nobody exports: {missing}"

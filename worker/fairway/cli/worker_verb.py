@@ -32,6 +32,7 @@ FLAG_TO_SETTING: dict[str, str] = {
     "max_time": "max_time_s",
     "memory": "memory_mib",
     "log_format": "log_format",
+    "metrics_port": "metrics_port",
 }
 # argparse dest -> field of the tenant group's settings (the spec's `tenants` block)
 TENANT_FLAG_TO_SETTING: dict[str, str] = {
@@ -154,6 +155,9 @@ def register(verbs: Verbs) -> None:
         "--concurrency", type=int, metavar="N", help="jobs this process runs at once (threads / async; default 1)"
     )
     worker.add_argument("--cluster", action="store_true", help="the Redis is a Redis Cluster")
+    worker.add_argument(
+        "--metrics-port", type=int, metavar="PORT", help="serve Prometheus /metrics here (default 9100; 0 = off)"
+    )
     worker.add_argument("--handlers", action="append", metavar="MODULE", help="module registering handlers")
     worker.add_argument("--tenants", metavar="PREFIX", help="serve the tenant group of queues PREFIX<id>")
     worker.add_argument("--tenant-weight", type=int, dest="tenant_weight", help="the tenant group's weight")

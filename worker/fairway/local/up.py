@@ -105,7 +105,9 @@ class Up:
                 config_path = self.log_dir / f"{slug}.yaml"
                 # The URL (it may hold a password) reaches workers through their environment, as on
                 # Kubernetes, never through a file; files are the user's alone (0600).
-                _write_private(config_path, yaml.safe_dump(worker_settings(spec, pool).to_config(), sort_keys=True))
+                # Many workers share this host: none serves metrics (a port each would be a surprise).
+                settings = worker_settings(spec, pool).model_copy(update={"metrics_port": 0})
+                _write_private(config_path, yaml.safe_dump(settings.to_config(), sort_keys=True))
                 log = os.fdopen(
                     os.open(self.log_dir / f"{slug}.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab"
                 )

@@ -34,6 +34,7 @@ def worker_settings(spec: QueueSupervisorSpec, pool: Pool) -> WorkerSettings:
         queues=list(pool.queues),
         retry_after_s=spec.effective_retry_after,
         handlers=list(spec.worker.handlers),
+        metrics_port=spec.worker.metrics_port,
         log_format="json",
         cluster=spec.redis.cluster,
     )

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from fairway.queue.keys import DEFAULT_PREFIX, served_name_of_group
 from fairway.resource.names import QUEUE_NAME, QUEUE_NAME_RULE
-from fairway.resource.spec import TenantsSpec, after_timeout, spec_default
+from fairway.resource.spec import TenantsSpec, WorkerSpec, after_timeout, spec_default
 
 
 class WorkerSettings(BaseModel):
@@ -36,6 +36,12 @@ class WorkerSettings(BaseModel):
     )
     paused: list[str] = Field(default_factory=list, description="Queues never served by this worker.")
     tenants: TenantsSpec | None = Field(default=None, description="Serve a tenant group too.")
+    metrics_port: int = Field(
+        default=WorkerSpec.model_fields["metrics_port"].default,
+        ge=0,
+        le=65_535,
+        description="Port of this worker's Prometheus /metrics; 0 turns it off.",
+    )
     concurrency: int = Field(
         default=spec_default("concurrency"), ge=1, le=256, description="Jobs this process runs at once."
     )

@@ -39,6 +39,8 @@ from fairway.queue.handlers import Registry, UnknownHandler
 from fairway.queue.job import Job, JobError, decode
 from fairway.queue.joblog import Finished, JobLog
 from fairway.queue.lifecycle import HARD_EXIT_CODE, Interrupted, RssProbe, StopSignals, Watchdog
+from fairway.queue.metrics import UNREGISTERED, WorkerMetrics
+from fairway.queue.metrics import serve as serve_metrics
 from fairway.queue.pool import Completion, JobPool, Running
 from fairway.queue.progress import ProgressBoard
 from fairway.queue.settings import WorkerSettings
@@ -80,6 +82,9 @@ class Worker:
         self.rss = RssProbe()
         self.pool = JobPool(settings.concurrency) if settings.concurrency > 1 else None
         self.progress = ProgressBoard(fetcher.client, settings.prefix)
+        self.metrics = WorkerMetrics(
+            registry.names(), lambda: len(self._running) + (self._inline is not None), lambda: self.free_slots
+        )
         self._running: dict[int, Running] = {}
         self._seq = 0
         self._stuck = 0  # slots written off to sync jobs that ran past their timeout
@@ -123,6 +128,8 @@ class Worker:
         """Serve until stopped, recycled or (with --burst) drained: 0. With slots written off to stuck
         jobs: HARD_EXIT_CODE once the others are settled, so the process is replaced."""
         log.info("worker %d started: %s", os.getpid(), self.banner())
+        if self.settings.metrics_port:
+            serve_metrics(self.metrics, self.settings.metrics_port)
         if self.signals.install():
             self.watchdog.start()
         try:
@@ -149,6 +156,7 @@ class Worker:
             except Interrupted:
                 break
             except CONNECTION_ERRORS as exc:
+                self.metrics.redis_error()
                 if outage_started is None:
                     outage_started = self.clock()
                     log.error("Redis is unreachable (%s); retrying with backoff, nothing is lost", exc)
@@ -189,8 +197,10 @@ class Worker:
         s = self.settings
         if s.max_jobs and self._jobs_done + len(self._running) >= s.max_jobs:
             self.signals.reason = f"max jobs ({s.max_jobs})"
+            self.metrics.recycled("max_jobs")
         elif s.max_time_s and self.clock() - self._started >= s.max_time_s:
             self.signals.reason = f"max time ({s.max_time_s:g} s)"
+            self.metrics.recycled("max_time")
         else:
             return False
         return True
@@ -262,6 +272,8 @@ class Worker:
         leaking handler is caught at the job that crossed the line, not a second later."""
         limit = self.settings.memory_mib
         if limit and self.rss.mib() > limit:
+            if not self.signals.stopping:
+                self.metrics.recycled("memory")
             self.signals.reason = f"memory above {limit} MiB"
             self.signals.stopping = True
 
@@ -270,7 +282,9 @@ class Worker:
         if wanted == 0 and not self._acks:
             return []  # every slot busy and nothing to acknowledge: no round trip
         acks, self._acks = self._acks, []
-        return self.fetcher.reserve(acks, wanted)
+        reservations = self.fetcher.reserve(acks, wanted)
+        self.metrics.reserve_round_trip(len(reservations))
+        return reservations
 
     def _wait_for_work(self) -> None:
         until_maintenance = self._next_maintenance - self.clock()
@@ -368,6 +382,7 @@ class Worker:
             # settle it as timed out now, write its slot off, and let the process be replaced.
             del self._running[running.seq]
             self._stuck += 1
+            self.metrics.recycled("stuck_job")
             log.error(
                 "job %s (%s) ran past its %g s timeout and cannot be stopped; its slot is written off and "
                 "this process will exit once its other jobs are settled",
@@ -407,6 +422,8 @@ class Worker:
         bucket = wait_bucket(started_ms - job.ready_since_ms) if job.enqueued_at else NO_WAIT_BUCKET
         outcome = self._settle(reservation, job, attempt, max_tries, bucket)
         self._jobs_done += 1
+        wait_s = (started_ms - job.ready_since_ms) / 1000 if job.enqueued_at else None
+        self.metrics.job_finished(reservation.queue, job.handler, outcome.value, run_ms / 1000, wait_s)
         total, count = self._runtimes.get(reservation.queue, (0.0, 0))
         self._runtimes[reservation.queue] = (total + run_ms, count + 1)
         if self.joblog.fmt != "none":
@@ -441,6 +458,7 @@ class Worker:
         attempt = Attempt(Outcome.FAILED, f"MalformedJob: {error}")
         self.fetcher.fail(reservation, job_id, _failure_record(reservation, job_id, attempt))
         self._jobs_done += 1
+        self.metrics.job_finished(reservation.queue, UNREGISTERED, "malformed", 0.0, None)
         self.joblog.malformed(reservation.queue, reservation.tenant, job_id, reservation.attempts, str(error))
 
 

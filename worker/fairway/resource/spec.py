@@ -114,6 +114,13 @@ class TenantsSpec(SpecModel):
         description="K: jobs served from one tenant in a row before the rotation moves on.",
     )
     quarantine: QuarantineSpec = Field(default_factory=QuarantineSpec)
+    metrics_top_n: int = Field(
+        default=50,
+        ge=0,
+        le=1000,
+        description="Tenants the operator exports to Prometheus: the top N by waiting jobs and the top N by "
+        "p99 wait (so 10,000 tenants never become 10,000 series); 0 exports none.",
+    )
 
 
 class WorkerSpec(SpecModel):
@@ -141,6 +148,12 @@ class WorkerSpec(SpecModel):
         ge=0,
         le=86_400,
         description="Pod grace period; default timeout + 30 so a job can finish on scale-down.",
+    )
+    metrics_port: int = Field(
+        default=9100,
+        ge=0,
+        le=65_535,
+        description="Port of the workers' Prometheus /metrics (pods are annotated for scraping); 0 turns it off.",
     )
 
 
