@@ -212,7 +212,8 @@ async def test_status_shows_queue_depths_from_redis_and_pauses_reach_redis(
 
     assert await eventually(lambda: depths(), 10)
     rows = await depths()
-    assert rows["high"]["depth"] == 7 and rows["high"]["processes"] == 1
+    # processes: 1 at first; the balancer may already have grown the pool for the 7 waiting jobs
+    assert rows["high"]["depth"] == 7 and rows["high"]["processes"] >= 1
     assert rows["low"]["paused"] is True
     assert Inspector(connect(redis_url)).stats(["low"])[0].paused, "pausedQueues pushed to Redis, no rollout"
     Client(redis_url).enqueue_many("noop", [[]] * 5, queue="high")

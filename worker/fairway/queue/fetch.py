@@ -21,6 +21,7 @@ from typing import Any
 from fairway.queue import calls
 from fairway.queue.calls import NO_WAIT_BUCKET, Ack, Reservation, ScriptCall, TenantGroup
 from fairway.queue.connection import RedisClient, is_cluster
+from fairway.queue.figures import RunTally
 from fairway.queue.keys import GlobalKeys, QueueKeys, family_keys
 from fairway.queue.producer import Producer
 from fairway.queue.scheduling import rank_table, weighted_order
@@ -143,18 +144,29 @@ class Fetcher(ABC):
                 pipe.zcard(self.group.keys.delayed)
             return sum(int(n) for n in pipe.execute())
 
-    def record_runtimes(self, runtimes: dict[str, tuple[float, int]], now_ms: int) -> None:
-        """Add a timer tick's (total ms, jobs) per served name to per-minute counters."""
+    def record_runtimes(self, runtimes: dict[str, RunTally], now_ms: int) -> None:
+        """Add a timer tick's run time, jobs and wait buckets per served name to per-minute counters
+        (one pipelined write per tick, however many jobs ran)."""
         if not runtimes:
             return
         minute = now_ms // 60_000
         with self.client.pipeline(transaction=False) as pipe:
-            for name, (total_ms, jobs) in runtimes.items():
+            for name, tally in runtimes.items():
                 key = family_keys(self.prefix, name).runtime
-                pipe.hincrbyfloat(key, f"{minute}:ms", total_ms)
-                pipe.hincrby(key, f"{minute}:n", jobs)
+                pipe.hincrbyfloat(key, f"{minute}:ms", tally.total_ms)
+                pipe.hincrby(key, f"{minute}:n", tally.jobs)
+                for bucket, n in tally.waits.items():
+                    pipe.hincrby(key, f"{minute}:w{bucket}", n)
                 pipe.expire(key, RUNTIMES_KEPT_S)
             pipe.execute()
+
+    def heartbeat(self, worker: str, beat: dict[str, object] | None) -> None:
+        """This process in the workers hash (for dashboards' process counts), or out of it (None)."""
+        key = self.globals.workers
+        if beat is None:
+            self.client.hdel(key, worker)
+        else:
+            self.client.hset(key, worker, json.dumps(beat))
 
 
 class StandaloneFetcher(Fetcher):

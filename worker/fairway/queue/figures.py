@@ -11,6 +11,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
+
+from fairway.queue.job import JobError, decode
 
 
 @dataclass(frozen=True)
@@ -22,6 +25,21 @@ class QueueStats:
     failed: int
     paused: bool
     oldest_age_s: float | None
+
+
+@dataclass
+class RunTally:
+    """Jobs a served name finished in one housekeeping tick: their run time and wait buckets."""
+
+    total_ms: float = 0.0
+    jobs: int = 0
+    waits: dict[int, int] = field(default_factory=dict)
+
+    def add(self, run_ms: float, wait_bucket: int) -> None:
+        self.total_ms += run_ms
+        self.jobs += 1
+        if wait_bucket >= 0:
+            self.waits[wait_bucket] = self.waits.get(wait_bucket, 0) + 1
 
 
 def percentile(values: Iterable[float], q: float) -> float:
@@ -90,6 +108,7 @@ class TenantFigures:
     quarantined: bool = False
     paused: bool = False
     histogram: dict[int, int] = field(default_factory=dict)
+    recent_p99_ms: list[float | None] = field(default_factory=list)  # per minute of the window, oldest first
 
     @property
     def failure_rate(self) -> float:
@@ -120,7 +139,8 @@ class TenantFigures:
 
 
 def add_minute(figures: TenantFigures, minute: Mapping[bytes | str, bytes | str]) -> None:
-    """Fold one stats:<tenant>:<minute> hash (c, f, w<k>) into the figures."""
+    """Fold one stats:<tenant>:<minute> hash (c, f, w<k>) into the figures (minutes oldest first)."""
+    this_minute: dict[int, int] = {}
     for raw_key, raw_value in minute.items():
         key = raw_key.decode() if isinstance(raw_key, bytes) else raw_key
         value = int(raw_value)
@@ -130,7 +150,9 @@ def add_minute(figures: TenantFigures, minute: Mapping[bytes | str, bytes | str]
             figures.failed += value
         elif key.startswith("w"):
             bucket = int(key[1:])
+            this_minute[bucket] = value
             figures.histogram[bucket] = figures.histogram.get(bucket, 0) + value
+    figures.recent_p99_ms.append(quantile_ms(this_minute, 0.99))
 
 
 SORTS: dict[str, Callable[[TenantFigures], tuple[float, ...]]] = {
@@ -148,3 +170,21 @@ def ranked(figures: Iterable[TenantFigures], sort: str, limit: int | None) -> li
         raise ValueError(f"unknown sort {sort!r}: {', '.join(SORTS)}") from None
     rows = sorted(figures, key=lambda f: (*key(f), f.tenant))
     return rows[:limit] if limit else rows
+
+
+@dataclass(frozen=True)
+class FailedJob:
+    served_name: str  # the queue, or the tenant group '@<queuePrefix>', whose failed store holds it
+    id: str
+    failed_at_ms: int
+    handler: str  # from the document; "-" when it was malformed
+    tenant: str | None
+    record: dict[str, Any]  # payload, exception, message, traceback, attempts
+
+    @classmethod
+    def of(cls, served_name: str, job_id: str, failed_at_ms: int, record: dict[str, Any]) -> FailedJob:
+        try:
+            handler = decode(record["payload"].encode()).handler
+        except (JobError, KeyError, AttributeError):
+            handler = "-"
+        return cls(served_name, job_id, failed_at_ms, handler, record.get("tenant"), record)

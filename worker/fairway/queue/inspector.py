@@ -6,34 +6,17 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fairway.queue.connection import RedisClient
-from fairway.queue.figures import QueueStats, TenantFigures, add_minute
+from fairway.queue.figures import FailedJob, QueueStats, TenantFigures, add_minute, quantile_ms
 from fairway.queue.job import JobError, decode
 from fairway.queue.keys import DEFAULT_PREFIX, GlobalKeys, QueueKeys, TenantGroupKeys, family_keys, is_group_name
 
 TENANTS_FORGOTTEN_AFTER_MS = 3_600_000  # a tenant quiet for an hour leaves the tenant list
 _PAGE = 500  # failure records read per round trip
-
-
-@dataclass(frozen=True)
-class FailedJob:
-    served_name: str  # the queue, or the tenant group '@<queuePrefix>', whose failed store holds it
-    id: str
-    failed_at_ms: int
-    handler: str  # from the document; "-" when it was malformed
-    tenant: str | None
-    record: dict[str, Any]  # payload, exception, message, traceback, attempts
-
-    @classmethod
-    def of(cls, served_name: str, job_id: str, failed_at_ms: int, record: dict[str, Any]) -> FailedJob:
-        try:
-            handler = decode(record["payload"].encode()).handler
-        except (JobError, KeyError, AttributeError):
-            handler = "-"
-        return cls(served_name, job_id, failed_at_ms, handler, record.get("tenant"), record)
+WORKER_STALE_MS = 15_000  # a worker beats every second; one silent this long is gone
 
 
 def now_ms() -> int:
@@ -166,30 +149,60 @@ class Inspector:
         return {name: run.average_ms for name, run in self.runs(served_names, minutes).items()}
 
     def runs(self, served_names: Sequence[str], minutes: int = 5) -> dict[str, Runs]:
-        """Jobs finished and their total run time per served name over the last `minutes` (this one
-        included), from the per-minute runtime hashes workers keep."""
-        now_minute = now_ms() // 60_000
-        fields = [f"{m}:{kind}" for m in range(now_minute - minutes + 1, now_minute + 1) for kind in ("ms", "n")]
+        """Jobs finished, their total run time and their wait buckets per served name over the last
+        `minutes` (this one included), from the per-minute runtime hashes workers keep."""
+        first_minute = now_ms() // 60_000 - minutes + 1
         with self.client.pipeline(transaction=False) as pipe:
             for name in served_names:
-                pipe.hmget(family_keys(self.prefix, name).runtime, fields)
+                pipe.hgetall(family_keys(self.prefix, name).runtime)
             raw = pipe.execute()
         out: dict[str, Runs] = {}
-        for name, values in zip(served_names, raw, strict=True):
-            total = sum(float(v) for v in values[0::2] if v is not None)
-            jobs = sum(int(v) for v in values[1::2] if v is not None)
-            out[name] = Runs(jobs, total)
+        for name, fields in zip(served_names, raw, strict=True):
+            total, jobs, waits = 0.0, 0, dict[int, int]()
+            for raw_field, raw_value in fields.items():
+                minute, _, kind = raw_field.decode().partition(":")
+                if not minute.isdigit() or int(minute) < first_minute:
+                    continue
+                if kind == "ms":
+                    total += float(raw_value)
+                elif kind == "n":
+                    jobs += int(raw_value)
+                elif kind.startswith("w"):
+                    waits[int(kind[1:])] = waits.get(int(kind[1:]), 0) + int(raw_value)
+            out[name] = Runs(jobs, total, waits)
         return out
+
+    def workers(self, stale_after_ms: int = WORKER_STALE_MS) -> list[dict[str, Any]]:
+        """Live worker processes (a beat within `stale_after_ms`); older entries are dropped."""
+        now, live, stale = now_ms(), list[dict[str, Any]](), list[Any]()
+        entries: dict[Any, Any] = self.client.hgetall(self.globals.workers)
+        for name, raw in entries.items():
+            try:
+                beat = json.loads(raw)
+                fresh = now - int(beat["at"]) <= stale_after_ms
+            except (ValueError, KeyError, TypeError):
+                fresh = False
+            if fresh:
+                live.append({"name": name.decode() if isinstance(name, bytes) else name, **beat})
+            else:
+                stale.append(name)
+        if stale:
+            self.client.hdel(self.globals.workers, *stale)
+        return live
 
 
 @dataclass(frozen=True)
 class Runs:
     jobs: int
     total_ms: float
+    waits: dict[int, int] = field(default_factory=dict)  # wait bucket -> jobs (fairway.queue.figures)
 
     @property
     def average_ms(self) -> float | None:
         return self.total_ms / self.jobs if self.jobs else None
+
+    def wait_ms(self, q: float) -> float | None:
+        return quantile_ms(self.waits, q)
 
 
 def _age_s(head: bytes | None, now: int) -> float | None:

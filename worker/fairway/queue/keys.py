@@ -66,6 +66,9 @@ GLOBAL_KEYS: tuple[KeyPart, ...] = (
     KeyPart("active", "set", "standalone Redis only: served names that may hold ready jobs"),
     KeyPart("queues", "set", "every served name enqueued to or served: queues, and tenant groups as `@<queuePrefix>`"),
     KeyPart(
+        "workers", "hash", "`<host>:<pid>` -> a live worker's served names, concurrency, busy slots and last beat (ms)"
+    ),
+    KeyPart(
         "served:",
         "set + hash",
         "`served:<digest>:queues` and `:weights`: a worker configuration's served names and weights",
@@ -171,6 +174,7 @@ class GlobalKeys:
 
     active = _Part(GLOBAL_KEYS, "active")
     queues = _Part(GLOBAL_KEYS, "queues")
+    workers = _Part(GLOBAL_KEYS, "workers")
 
     def served(self, queues: tuple[str, ...], weights: tuple[int, ...]) -> tuple[str, str]:
         """(set of served names, hash name -> weight or rank) registered by workers of one config."""

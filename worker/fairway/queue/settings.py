@@ -111,6 +111,11 @@ class WorkerSettings(BaseModel):
             raise ValueError("retry_after_s must be greater than timeout_s, or running jobs are handed out twice")
         return self
 
+    def served_names(self) -> list[str]:
+        """What this worker serves: its queues, then the tenant group as '@<prefix>'."""
+        group = [served_name_of_group(self.tenants.queue_prefix)] if self.tenants is not None else []
+        return [*self.queues, *group]
+
     def served_weights(self) -> dict[str, int]:
         """Weights of the served set, the tenant group included under its '@<prefix>' name."""
         weights = dict(self.weights)

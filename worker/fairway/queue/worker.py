@@ -21,6 +21,7 @@ import functools
 import hashlib
 import logging
 import os
+import socket
 import sys
 import time
 from collections.abc import Callable
@@ -34,7 +35,7 @@ from fairway.queue.connection import CONNECTION_ERRORS
 from fairway.queue.context import JobContext
 from fairway.queue.execution import Attempt, Outcome, run_handler
 from fairway.queue.fetch import POLL_S, Fetcher
-from fairway.queue.figures import wait_bucket
+from fairway.queue.figures import RunTally, wait_bucket
 from fairway.queue.handlers import Registry, UnknownHandler
 from fairway.queue.job import Job, JobError, decode
 from fairway.queue.joblog import Finished, JobLog
@@ -89,7 +90,8 @@ class Worker:
         self._seq = 0
         self._stuck = 0  # slots written off to sync jobs that ran past their timeout
         self._acks: list[Ack] = []
-        self._runtimes: dict[str, tuple[float, int]] = {}
+        self._runtimes: dict[str, RunTally] = {}
+        self._name = f"{socket.gethostname()}:{os.getpid()}"
         self._jobs_done = 0
         self._started = clock()
         self._next_maintenance = 0.0
@@ -184,6 +186,8 @@ class Worker:
                 self._acks = []
             except Exception as exc:  # the jobs stay reserved and are handed out again after retry_after
                 log.error("could not acknowledge the last jobs on shutdown: %s", exc)
+        with contextlib.suppress(Exception):
+            self.fetcher.heartbeat(self._name, None)
         if self.pool is not None:
             self.pool.close()
         self.watchdog.stop()
@@ -249,9 +253,14 @@ class Worker:
         if self._runtimes:
             runtimes, self._runtimes = self._runtimes, {}
             self._unless_out_of_memory(lambda: self.fetcher.record_runtimes(runtimes, _now_ms()))
+        self._unless_out_of_memory(lambda: self.fetcher.heartbeat(self._name, self._beat()))
         self._next_maintenance = self.clock() + self.settings.maintenance_interval_s
         self._check_memory()
         self.joblog.flush()
+
+    def _beat(self) -> dict[str, object]:
+        s = self.settings
+        return {"served": s.served_names(), "concurrency": s.concurrency, "busy": len(self._running), "at": _now_ms()}
 
     def _unless_out_of_memory(self, write: Callable[[], Any]) -> None:
         """A housekeeping write that adds data is skipped while Redis is full (maxmemory, noeviction):
@@ -424,8 +433,10 @@ class Worker:
         self._jobs_done += 1
         wait_s = (started_ms - job.ready_since_ms) / 1000 if job.enqueued_at else None
         self.metrics.job_finished(reservation.queue, job.handler, outcome.value, run_ms / 1000, wait_s)
-        total, count = self._runtimes.get(reservation.queue, (0.0, 0))
-        self._runtimes[reservation.queue] = (total + run_ms, count + 1)
+        tally = self._runtimes.get(reservation.queue)
+        if tally is None:
+            tally = self._runtimes[reservation.queue] = RunTally()
+        tally.add(run_ms, bucket)
         if self.joblog.fmt != "none":
             self.joblog.finished(
                 Finished(job, reservation, outcome, started_ms, finished_ms, run_ms, attempt.error, seq)

@@ -1,0 +1,192 @@
+"""`fairway dashboard`: an aiohttp app over a Fairway Redis: overview, tenants, failed jobs, and the
+actions a person takes from them (retry, forget, pause, continue).
+
+Safe by default: it binds loopback unless told otherwise; every write needs the token (the
+`X-Fairway-Token` header or a `token` form field), and without one configured, or with --read-only,
+there are no writes at all; the Redis password is never shown; every value is escaped (views.py).
+Redis is called from a thread (redis-py is blocking), so a slow read never stalls other requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from aiohttp import web
+
+from fairway.dashboard import views
+from fairway.dashboard.data import Board
+from fairway.queue.connection import RedisClient, redacted
+from fairway.queue.figures import SORTS
+from fairway.queue.job import JobError
+from fairway.queue.keys import is_group_name
+from fairway.resource.names import DEFAULT_TENANT_PREFIX
+
+TENANT_ROWS = 200  # tenants listed per page, worst first
+FAILED_ROWS = 200
+TOKEN_HEADER = "X-Fairway-Token"
+ACTIONS = ("retry", "forget", "pause", "continue")
+
+
+@dataclass(frozen=True)
+class Settings:
+    redis_url: str
+    token: str | None = None
+    read_only: bool = False
+
+    @property
+    def can_act(self) -> bool:
+        return bool(self.token) and not self.read_only
+
+
+def make_app(client: RedisClient, settings: Settings) -> web.Application:
+    board = Board(client)
+    app = web.Application()
+
+    def render(request: web.Request, title: str, body: str) -> web.Response:
+        if request.query.get("fragment") == "1":
+            return web.Response(text=body, content_type="text/html")
+        query = {k: v for k, v in request.query.items() if k != "msg"}
+        fragment_url = request.path + "?" + urlencode({**query, "fragment": "1"})
+        text = views.page(
+            title,
+            request.path,
+            body,
+            redis=redacted(settings.redis_url),
+            can_act=settings.can_act,
+            read_only=settings.read_only,
+            fragment_url=fragment_url,
+        )
+        return web.Response(text=text, content_type="text/html")
+
+    async def off_loop(func: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.to_thread(func, *args)
+
+    async def overview(request: web.Request) -> web.Response:
+        data = await off_loop(board.overview)
+        workers = await off_loop(board.inspector.workers)
+        return render(request, "Overview", views.overview(data, workers, request.query.get("msg"), settings.can_act))
+
+    async def tenants(request: web.Request) -> web.Response:
+        names = await off_loop(board.names)
+        groups = [n[1:] for n in names if is_group_name(n)]
+        group = request.query.get("group") or (groups[0] if groups else DEFAULT_TENANT_PREFIX)
+        if f"@{group}" not in names:
+            group = groups[0] if groups else DEFAULT_TENANT_PREFIX
+        sort = request.query.get("sort", "p99")
+        sort = sort if sort in SORTS else "p99"
+        search = request.query.get("q", "")[:64]
+        rows, matched = await off_loop(board.tenants, group, sort, search, TENANT_ROWS)
+        body = views.tenants(groups, group, rows, matched, sort, search, request.query.get("msg"), settings.can_act)
+        return render(request, "Tenants", body)
+
+    def filters_of(source: Any) -> dict[str, str]:
+        return {k: str(source.get(k) or "")[:256] for k in ("queue", "handler", "tenant") if source.get(k)}
+
+    async def failed(request: web.Request) -> web.Response:
+        names = await off_loop(board.names)
+        filters = filters_of(request.query)
+        served = [filters["queue"]] if filters.get("queue") in names else names
+        rows = await off_loop(board.failures, served, filters.get("handler"), filters.get("tenant"), FAILED_ROWS)
+        body = views.failed(names, filters, rows, request.query.get("msg"), settings.can_act)
+        return render(request, "Failed jobs", body)
+
+    async def failed_job(request: web.Request) -> web.Response:
+        served, job_id = request.query.get("queue", ""), request.query.get("id", "")
+        names = await off_loop(board.names)
+        found = await off_loop(board.failures, [served], None, None, None) if served in names else []
+        job = next((f for f in found if f.id == job_id), None)
+        return render(request, "Failed job", views.failed_job(job, served, job_id, settings.can_act))
+
+    async def act(request: web.Request) -> web.Response:
+        verb = request.match_info["verb"]
+        form = await request.post()
+        if not settings.can_act:
+            reason = "this dashboard is read-only" if settings.read_only or not settings.token else ""
+            return refuse(request, reason or "actions are off", 403)
+        given = request.headers.get(TOKEN_HEADER) or str(form.get("token") or "")
+        if not (settings.token and hmac.compare_digest(given.encode(), settings.token.encode())):
+            return refuse(request, "refused: this action needs the dashboard's token (enter it at the top right)", 403)
+        try:
+            message = await off_loop(perform, verb, {k: str(v) for k, v in form.items()})
+        except (ValueError, JobError) as exc:
+            return refuse(request, str(exc), 400)
+        # Back to the page the action came from (its path only: never another site), with the outcome.
+        back = urlsplit(request.headers.get("Referer", "/"))
+        path = back.path if back.path.startswith("/") and not back.path.startswith("//") else "/"
+        query = [(k, v) for k, v in parse_qsl(back.query) if k not in ("msg", "fragment")]
+        raise web.HTTPSeeOther(path + "?" + urlencode([*query, ("msg", message)]))
+
+    def perform(verb: str, form: dict[str, str]) -> str:
+        names = board.names()
+        queue = form.get("queue", "")
+        if verb in ("pause", "continue"):
+            if queue not in names:
+                raise ValueError(f"no queue or tenant group {queue!r} is known")
+            tenant = form.get("tenant")
+            if tenant and is_group_name(queue):
+                if verb == "pause":
+                    board.admin.pause_tenant(queue[1:], tenant)
+                else:
+                    board.admin.continue_tenant(queue[1:], tenant)
+                return f"tenant {tenant} of {queue}: {'paused' if verb == 'pause' else 'serving again'}"
+            (board.admin.pause if verb == "pause" else board.admin.resume)(queue)
+            return f"{queue}: {'paused' if verb == 'pause' else 'serving again'}"
+        served = [queue] if queue in names else names
+        if form.get("all") == "1":
+            chosen = board.failures(served, form.get("handler") or None, form.get("tenant") or None, None)
+        else:
+            chosen = [f for f in board.failures(served, None, None, None) if f.id == form.get("id")]
+            if not chosen:
+                raise ValueError(f"no failed job {form.get('id')!r} in {queue or 'any queue'}")
+        done = 0
+        for f in chosen:
+            if verb == "retry":
+                done += board.admin.retry_failed(f.served_name, f.id)
+            else:
+                done += board.admin.forget_failed(f.served_name, f.id)
+        noun = "failed job" if done == 1 else "failed jobs"
+        return f"{'retried' if verb == 'retry' else 'forgot'} {done} {noun}"
+
+    def refuse(request: web.Request, reason: str, status: int) -> web.Response:
+        response = render(request, "Refused", views.refused(reason))
+        response.set_status(status)
+        return response
+
+    async def static(request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        if name not in ("fairway.js", "fairway.css"):
+            raise web.HTTPNotFound()
+        text = resources.files("fairway.dashboard").joinpath("static", name).read_text()
+        kind = "application/javascript" if name.endswith(".js") else "text/css"
+        return web.Response(text=text, content_type=kind, headers={"Cache-Control": "max-age=300"})
+
+    async def healthz(_: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    @web.middleware
+    async def secure_headers(
+        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        response = await handler(request)
+        response.headers.setdefault(
+            "Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'"
+        )
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("Referrer-Policy", "same-origin")
+        return response
+
+    app.middlewares.append(secure_headers)
+    app.router.add_get("/", overview)
+    app.router.add_get("/tenants", tenants)
+    app.router.add_get("/failed", failed)
+    app.router.add_get("/failed/job", failed_job)
+    app.router.add_post("/actions/{verb:retry|forget|pause|continue}", act)
+    app.router.add_get("/static/{name}", static)
+    app.router.add_get("/healthz", healthz)
+    return app

@@ -1,0 +1,94 @@
+"""What the dashboard's pages show, read from Redis (the only module here that does I/O).
+
+The overview must stay fast with 10,000 tenants: it reads the tenant group as a whole (ring lengths,
+set sizes, one pipelined LLEN per active tenant), never per-tenant figures; those are the tenants
+page's, which reads them once and sorts and pages in memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fairway.queue.admin import Admin
+from fairway.queue.connection import RedisClient
+from fairway.queue.figures import FailedJob, QueueStats, TenantFigures, ranked
+from fairway.queue.inspector import Inspector, Runs
+from fairway.queue.keys import TenantGroupKeys, family_keys, is_group_name
+
+RATE_MINUTES = 5  # throughput and average run time: this minute and the four before
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    stats: QueueStats
+    runs: Runs
+    group: GroupSummary | None  # for a tenant group's row
+
+
+@dataclass(frozen=True)
+class GroupSummary:
+    active: int  # tenants with ready jobs (both rings)
+    quarantined: int
+    paused_tenants: int
+
+
+@dataclass(frozen=True)
+class Overview:
+    rows: list[QueueRow]
+
+    @property
+    def jobs_per_minute(self) -> float:
+        return sum(row.runs.jobs for row in self.rows) / RATE_MINUTES
+
+    @property
+    def failed(self) -> int:
+        return sum(row.stats.failed for row in self.rows)
+
+    @property
+    def ready(self) -> int:
+        return sum(row.stats.ready for row in self.rows)
+
+
+class Board:
+    """The dashboard's reads and writes over one Redis."""
+
+    def __init__(self, client: RedisClient) -> None:
+        self.client = client
+        self.inspector = Inspector(client)
+        self.admin = Admin(client)
+
+    def names(self) -> list[str]:
+        return self.inspector.known_queues()
+
+    def overview(self) -> Overview:
+        names = self.names()
+        stats = self.inspector.stats(names)
+        runs = self.inspector.runs(names, RATE_MINUTES)
+        groups = [n for n in names if is_group_name(n)]
+        summaries: dict[str, GroupSummary] = {}
+        if groups:
+            with self.client.pipeline(transaction=False) as pipe:
+                for name in groups:
+                    g = family_keys(self.inspector.prefix, name)
+                    assert isinstance(g, TenantGroupKeys)
+                    pipe.llen(g.ring)
+                    pipe.llen(g.qring)
+                    pipe.scard(g.quarantined)
+                    pipe.scard(g.paused_tenants)
+                raw = pipe.execute()
+            for index, name in enumerate(groups):
+                ring, qring, quarantined, paused = raw[index * 4 : index * 4 + 4]
+                summaries[name] = GroupSummary(int(ring) + int(qring), int(quarantined), int(paused))
+        return Overview([QueueRow(s, runs[s.queue], summaries.get(s.queue)) for s in stats])
+
+    def tenants(self, queue_prefix: str, sort: str, search: str, limit: int) -> tuple[list[TenantFigures], int]:
+        """(the first `limit` tenants, worst first by `sort`, whose id contains `search`; how many matched)."""
+        figures = self.inspector.tenant_figures(queue_prefix)
+        if search:
+            figures = [f for f in figures if search.lower() in f.tenant.lower()]
+        return ranked(figures, sort, limit), len(figures)
+
+    def failures(
+        self, served: list[str], handler: str | None, tenant: str | None, limit: int | None
+    ) -> list[FailedJob]:
+        return self.inspector.failures(served, handler=handler, tenant=tenant, limit=limit)
