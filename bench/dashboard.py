@@ -21,8 +21,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from fairway.queue.client import Client
 from fairway.queue.connection import connect
@@ -31,6 +30,7 @@ from fairway.queue.producer import Producer
 from support.redis_procs import RedisProcess
 from support.workers import run_in_process
 
+ROOT = Path(__file__).resolve().parents[1]
 TARGET_MS = 300
 
 

@@ -45,6 +45,15 @@ EVERY_VALUE: dict[str, Any] = {
         "alerts": {"enabled": True, "tenantP99WaitSeconds": 90, "oldestJobAgeSeconds": 300, "labels": {"team": "q"}},
         "grafanaDashboard": {"enabled": True, "labels": {"grafana_dashboard": "yes"}},
     },
+    "dashboard": {
+        "enabled": True,
+        "namespace": "shop",
+        "redisSecret": {"name": "shop-redis", "key": "url"},
+        "tokenSecret": {"name": "dash-token", "key": "token"},
+        "readOnly": True,
+        "port": 8081,
+        "resources": {"requests": {"cpu": "10m"}},
+    },
     "supervisors": [
         {
             "name": "weighted",
@@ -108,7 +117,7 @@ def test_defaults_install_the_crd_operator_and_cluster_rbac() -> None:
 
 def test_every_value_is_used() -> None:
     objs = render(EVERY_VALUE)
-    (dep,) = by_kind(objs, "Deployment")
+    (dep,) = [d for d in by_kind(objs, "Deployment") if not d["metadata"]["name"].endswith("-dashboard")]
     pod = dep["spec"]["template"]["spec"]
     container = pod["containers"][0]
     assert dep["spec"]["replicas"] == 2
@@ -264,3 +273,26 @@ def test_monitors_alerts_and_the_dashboard_use_metrics_that_exist() -> None:
     used = set(re.findall(r"fairway_[a-z0-9_]+", json.dumps(dashboard) + json.dumps(rule)))
     missing = used - exported_names()
     assert not missing, f"the dashboard or alerts use metrics nobody exports: {missing}"
+
+
+def test_the_dashboard_is_off_by_default_and_deployed_safely_when_on() -> None:
+    assert not [d for d in by_kind(render(), "Deployment") if d["metadata"]["name"].endswith("-dashboard")]
+    objs = render(EVERY_VALUE)
+    (dep,) = [d for d in by_kind(objs, "Deployment") if d["metadata"]["name"].endswith("-dashboard")]
+    (operator,) = [d for d in by_kind(objs, "Deployment") if not d["metadata"]["name"].endswith("-dashboard")]
+    assert dep["metadata"]["namespace"] == "shop"
+    pod = dep["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["args"] == ["dashboard", "--bind=0.0.0.0", "--port=8081", "--read-only"]
+    env = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in container["env"]}
+    assert env == {
+        "FAIRWAY_REDIS_URL": {"name": "shop-redis", "key": "url"},
+        "FAIRWAY_DASHBOARD_TOKEN": {"name": "dash-token", "key": "token"},
+    }
+    assert pod["automountServiceAccountToken"] is False and container["securityContext"]["readOnlyRootFilesystem"]
+    operator_selector = operator["spec"]["selector"]["matchLabels"]
+    labels = dep["spec"]["template"]["metadata"]["labels"]
+    assert not all(labels.get(k) == v for k, v in operator_selector.items()), "the operator never selects it"
+    (service,) = [s for s in by_kind(objs, "Service") if s["metadata"]["name"].endswith("-dashboard")]
+    assert service["spec"]["selector"] == dep["spec"]["selector"]["matchLabels"]
+    assert service["spec"]["ports"] == [{"name": "http", "port": 8081, "targetPort": "http"}]

@@ -119,20 +119,21 @@ def overview(data: Any, workers: Sequence[dict[str, Any]], message: str | None, 
 
 
 def sparkline(values: Sequence[float | None], width: int = 100, height: int = 20) -> str:
-    """An inline SVG of a tenant's per-minute p99 waits (gaps where a minute had no jobs)."""
+    """An inline SVG of a tenant's per-minute p99 waits, oldest left: a dot per minute with jobs, joined
+    by a line, over a baseline for the whole window (minutes without jobs stay empty)."""
     points = [v for v in values if v is not None]
+    baseline = f'<line class="base" x1="2" y1="{height - 2}" x2="{width - 2}" y2="{height - 2}"/>'
     if not points:
-        return '<svg class="spark" width="100" height="20" aria-label="no recent waits"></svg>'
+        return f'<svg class="spark" width="{width}" height="{height}" aria-label="no recent waits">{baseline}</svg>'
     top = max(points) or 1.0
-    step = width / max(1, len(values) - 1)
-    coords = " ".join(
-        f"{i * step:.1f},{height - 2 - (v / top) * (height - 4):.1f}" for i, v in enumerate(values) if v is not None
-    )
-    dots = "".join(f'<circle cx="{c.split(",")[0]}" cy="{c.split(",")[1]}" r="1.8"/>' for c in coords.split())
+    step = (width - 4) / max(1, len(values) - 1)
+    xy = [(2 + i * step, height - 2 - (v / top) * (height - 5)) for i, v in enumerate(values) if v is not None]
+    line = " ".join(f"{x:.1f},{y:.1f}" for x, y in xy)
+    dots = "".join(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2"/>' for x, y in xy)
     label = ", ".join(ms(v) for v in points)
     return (
         f'<svg class="spark" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="p99 wait per minute: {esc(label)}"><polyline points="{coords}"/>{dots}</svg>'
+        f'aria-label="p99 wait per minute: {esc(label)}">{baseline}<polyline points="{line}"/>{dots}</svg>'
     )
 
 
