@@ -249,3 +249,35 @@ def test_read_only_mode_offers_no_actions_and_refuses_them(redis_url: str, brows
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_a_redis_that_goes_away_is_a_503_page_and_the_dashboard_recovers() -> None:
+    from support.redis_procs import RedisProcess
+
+    def status(url: str) -> int:
+        try:
+            return int(urllib.request.urlopen(url, timeout=10).status)
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    server = RedisProcess().start()
+    again: RedisProcess | None = None
+    try:
+        Client(server.url).enqueue("noop", queue="emails")
+        proc, url = start_dashboard(server.url)
+        try:
+            server.stop()
+            with pytest.raises(urllib.error.HTTPError) as down:
+                urllib.request.urlopen(url + "/", timeout=10)
+            page = down.value.read().decode()
+            assert down.value.code == 503 and "Redis is unreachable" in page and "Traceback" not in page
+            again = RedisProcess(port=server.port).start()
+            assert wait_until(lambda: status(url + "/") == 200, 15), "back once Redis is"
+        finally:
+            proc.terminate()
+            out, _ = proc.communicate(timeout=10)
+        assert "Traceback" not in (out or "")
+    finally:
+        server.cleanup()
+        if again is not None:
+            again.cleanup()

@@ -21,7 +21,7 @@ from aiohttp import web
 
 from fairway.dashboard import views
 from fairway.dashboard.data import Board
-from fairway.queue.connection import RedisClient, redacted
+from fairway.queue.connection import CONNECTION_ERRORS, RedisClient, redacted
 from fairway.queue.figures import SORTS
 from fairway.queue.job import JobError
 from fairway.queue.keys import is_group_name
@@ -173,7 +173,15 @@ def make_app(client: RedisClient, settings: Settings) -> web.Application:
     async def secure_headers(
         request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
-        response = await handler(request)
+        try:
+            response = await handler(request)
+        except CONNECTION_ERRORS as exc:  # Redis went away: say so, keep serving, recover when it is back
+            response = render(
+                request,
+                "Redis unreachable",
+                views.refused(f"Redis is unreachable ({type(exc).__name__}); retrying on the next refresh"),
+            )
+            response.set_status(503)
         response.headers.setdefault(
             "Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'"
         )

@@ -278,3 +278,7 @@ def failed_job(job: FailedJob | None, served: str, job_id: str, can_act: bool) -
 
 def refused(reason: str) -> str:
     return f'<h2>Refused</h2><p class="flash bad" role="alert">{esc(reason)}</p><p><a href="/">back</a></p>'
+
+
+def unavailable(reason: str) -> str:
+    return f'<h2>Redis unreachable</h2><p class="flash bad" role="alert">{esc(reason)}</p>'
