@@ -398,7 +398,7 @@ async def test_the_operator_exports_queues_top_tenants_and_passes_on_metrics(
     who = {"namespace": "jobs", "supervisor": "shop"}
     assert pick(samples, "fairway_queue_ready_jobs", queue="high", **who)[0].value == 7
     assert pick(samples, "fairway_queue_paused", queue="low", **who)[0].value == 1
-    assert pick(samples, "fairway_queue_processes", queue="high", **who)[0].value == 1
+    assert pick(samples, "fairway_queue_processes", queue="high", **who)[0].value >= 1  # the balancer may grow it
     assert pick(samples, "fairway_tenants_active", **who)[0].value == 120
     assert pick(samples, "fairway_tenants_waiting_jobs", **who)[0].value == 120 + 150
     tenants = {s.labels["tenant"] for s in pick(samples, "fairway_tenant_waiting_jobs", **who)}

@@ -65,9 +65,7 @@ TENANT_GROUP_KEYS: tuple[KeyPart, ...] = (
 GLOBAL_KEYS: tuple[KeyPart, ...] = (
     KeyPart("active", "set", "standalone Redis only: served names that may hold ready jobs"),
     KeyPart("queues", "set", "every served name enqueued to or served: queues, and tenant groups as `@<queuePrefix>`"),
-    KeyPart(
-        "workers", "hash", "`<host>:<pid>` -> a live worker's served names, concurrency, busy slots and last beat (ms)"
-    ),
+    KeyPart("workers", "hash", "`<host>:<pid>` -> a live worker's served names, slots, busy slots, last beat (ms)"),
     KeyPart(
         "served:",
         "set + hash",
