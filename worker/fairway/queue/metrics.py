@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -64,16 +65,20 @@ class WorkerMetrics(Collector):
 
     def job_finished(self, queue: str, handler: str, outcome: str, run_s: float, wait_s: float | None) -> None:
         key = (queue, handler if handler in self.handlers else UNREGISTERED, outcome)
-        self.finished[key] = self.finished.get(key, 0) + 1
-        run = self.run.get(queue)
-        if run is None:
+        finished = self.finished
+        finished[key] = finished.get(key, 0) + 1
+        try:
+            run = self.run[queue]
+        except KeyError:
             run = self.run[queue] = Histogram(RUN_BUCKETS_S)
-        run.observe(run_s)
+        run.counts[bisect_left(RUN_BUCKETS_S, run_s)] += 1
+        run.total += run_s
         if wait_s is not None:
-            wait = self.wait.get(queue)
-            if wait is None:
+            try:
+                wait = self.wait[queue]
+            except KeyError:
                 wait = self.wait[queue] = Histogram(WAIT_BUCKETS_S)
-            wait.observe(max(0.0, wait_s))
+            wait.observe(wait_s if wait_s > 0 else 0.0)
 
     def reserve_round_trip(self, jobs: int) -> None:
         self.round_trips += 1

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fairway.queue.calls import Reservation
-from fairway.queue.context import JobContext
-from fairway.queue.context import running as running_job
+from fairway.queue.context import JobContext, enter, leave
 from fairway.queue.execution import Attempt, Outcome
 from fairway.queue.job import Job
 
@@ -73,10 +72,13 @@ class JobPool:
     def _run_sync(self, running: Running, func: Callable[..., Any]) -> None:
         job = running.job
         try:
-            with running_job(running.context):
+            token = enter(running.context)
+            try:
                 result = func(*job.args, **job.kwargs)
                 if inspect.iscoroutine(result):  # a plain def that returned a coroutine: run it here
                     asyncio.run(asyncio.wait_for(result, running.timeout_s))
+            finally:
+                leave(token)
             attempt = Attempt(Outcome.OK)
         except BaseException as exc:  # a job's exception never escapes into the pool
             attempt = self._outcome_of(running, exc)
@@ -85,8 +87,11 @@ class JobPool:
     async def _run_async(self, running: Running, func: Callable[..., Any]) -> None:
         job = running.job
         try:
-            with running_job(running.context):  # this task's own context: wait_for's task copies it
+            token = enter(running.context)  # this task's own context: wait_for's task copies it
+            try:
                 await asyncio.wait_for(func(*job.args, **job.kwargs), running.timeout_s)
+            finally:
+                leave(token)
             attempt = Attempt(Outcome.OK)
         except BaseException as exc:
             attempt = self._outcome_of(running, exc)
