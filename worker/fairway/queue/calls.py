@@ -98,6 +98,13 @@ def continue_tenant(g: TenantGroupKeys, active: str | None, tenant: str) -> Scri
     return ScriptCall("continue_tenant", [g.ring, *_active(active)], [g.base, tenant, g.name])
 
 
+TENANT_FIGURES_BATCH = 500  # tenants per tenant_figures.lua call: a few ms of Redis time each
+
+
+def tenant_figures(g: TenantGroupKeys, first_minute: int, last_minute: int, tenants: Sequence[str]) -> ScriptCall:
+    return ScriptCall("tenant_figures", [g.seen], [g.base, first_minute, last_minute, *tenants])
+
+
 # -- reserving ---------------------------------------------------------------------------------------
 
 

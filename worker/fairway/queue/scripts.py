@@ -39,6 +39,7 @@ NAMES = (
     "fail_tenant",
     "maintain_tenant",
     "continue_tenant",
+    "tenant_figures",
 )
 _INCLUDE = "-- #include "
 
