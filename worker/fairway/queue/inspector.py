@@ -1,5 +1,5 @@
 """Reading Fairway's state from Redis for people and the balancer: queue figures, tenant figures,
-failure records, average runtimes. Pipelined reads only; nothing here changes a job."""
+failure records, average runtimes. Pipelined reads and one read-only script; nothing here changes a job."""
 
 from __future__ import annotations
 
