@@ -79,3 +79,19 @@ def test_bad_and_unknown_names_are_refused_and_leave_nothing_behind(redis_url: s
     out = fairway(redis_url, "pause", "--force", "later")
     assert out.returncode == 0 and out.stdout.strip().startswith("later: paused")
     assert "later" in Inspector(connect(redis_url)).known_queues()
+
+
+def test_admin_refuses_a_tenant_id_that_could_not_be_one_whoever_calls_it(redis_url: str) -> None:
+    """The check is in Admin, so the dashboard's pause button gets it as the CLI does."""
+    import pytest
+
+    from fairway.queue.admin import Admin
+    from fairway.queue.job import JobError
+
+    admin = Admin(connect(redis_url))
+    for bad in ("a:b", "x{y}", "has space"):
+        with pytest.raises(JobError, match="is invalid"):
+            admin.pause_tenant("tenant-", bad)
+        with pytest.raises(JobError, match="is invalid"):
+            admin.continue_tenant("tenant-", bad)
+    assert connect(redis_url).keys("*") == []

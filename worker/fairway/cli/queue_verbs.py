@@ -201,7 +201,6 @@ def when(ms: int) -> str:
 def cmd_failed(args: argparse.Namespace) -> int:
     from fairway.queue.admin import Admin
     from fairway.queue.inspector import Inspector
-    from fairway.queue.job import JobError
 
     verb = f"fairway failed {args.action}"
     client = _client(args)
@@ -239,40 +238,25 @@ def cmd_failed(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return UNUSABLE
-    admin = Admin(client)
     failures = inspector.failures(names, handler=args.handler, tenant=tenant)
     if args.ids:
         by_id = {f.id: f for f in failures}
-        chosen = [by_id[i] for i in args.ids if i in by_id]
-        missing = [i for i in args.ids if i not in by_id]
+        chosen, unknown = [by_id[i] for i in args.ids if i in by_id], [i for i in args.ids if i not in by_id]
     else:
-        chosen, missing = failures, []
-    done = 0
-    for f in chosen:
-        try:
-            acted = (
-                admin.retry_failed(f.served_name, f.id)
-                if args.action == "retry"
-                else admin.forget_failed(f.served_name, f.id)
-            )
-        except JobError as exc:
-            print(f"{f.id}: not retried, it cannot be enqueued as it is: {exc}", file=sys.stderr)
-            missing.append(f.id)
-            continue
-        if acted and args.ids:
+        chosen, unknown = failures, []
+    settled = Admin(client).settle_failures(args.action, chosen)
+    done = "retried" if args.action == "retry" else "forgot"
+    if args.ids:
+        for f in settled.done:
             target = f"onto {f.served_name}" if args.action == "retry" else f"from {f.served_name}"
-            print(f"{'retried' if args.action == 'retry' else 'forgot'} {f.id} ({f.handler}) {target}")
-        done += acted
-    for job_id in missing:
-        if job_id in args.ids and job_id not in {f.id for f in chosen}:
-            print(
-                f"{job_id}: no failed job with this id in {where}{' with' + filters if filters else ''}",
-                file=sys.stderr,
-            )
+            print(f"{done} {f.id} ({f.handler}) {target}")
+    for f, reason in settled.refused:
+        print(f"{f.id}: not retried, it cannot be enqueued as it is: {reason}", file=sys.stderr)
+    for job_id in unknown:
+        print(f"{job_id}: no failed job with this id in {where}{' with' + filters if filters else ''}", file=sys.stderr)
     if not args.ids:
-        action = "retried" if args.action == "retry" else "forgot"
-        print(f"{action} {plural(done, 'failed job')} of {where}{' with' + filters if filters else ''}")
-    return INVALID if missing else OK
+        print(f"{done} {plural(len(settled.done), 'failed job')} of {where}{' with' + filters if filters else ''}")
+    return INVALID if unknown or settled.refused else OK
 
 
 def cmd_tenants(args: argparse.Namespace) -> int:

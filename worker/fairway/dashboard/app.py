@@ -144,14 +144,13 @@ def make_app(client: RedisClient, settings: Settings) -> web.Application:
             chosen = [f for f in board.failures(served, None, None, None) if f.id == form.get("id")]
             if not chosen:
                 raise ValueError(f"no failed job {form.get('id')!r} in {queue or 'any queue'}")
-        done = 0
-        for f in chosen:
-            if verb == "retry":
-                done += board.admin.retry_failed(f.served_name, f.id)
-            else:
-                done += board.admin.forget_failed(f.served_name, f.id)
-        noun = "failed job" if done == 1 else "failed jobs"
-        return f"{'retried' if verb == 'retry' else 'forgot'} {done} {noun}"
+        settled = board.admin.settle_failures(verb, chosen)
+        noun = "failed job" if len(settled.done) == 1 else "failed jobs"
+        message = f"{'retried' if verb == 'retry' else 'forgot'} {len(settled.done)} {noun}"
+        if settled.refused:
+            failure, reason = settled.refused[0]
+            message += f"; {len(settled.refused)} kept, they cannot be enqueued as they are ({failure.id}: {reason})"
+        return message
 
     def refuse(request: web.Request, reason: str, status: int) -> web.Response:
         response = render(request, "Refused", views.refused(reason))

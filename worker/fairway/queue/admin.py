@@ -5,11 +5,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 from fairway.queue import calls
 from fairway.queue.connection import RedisClient, is_cluster
+from fairway.queue.figures import FailedJob
+from fairway.queue.job import JobError, check_tenant_id
 from fairway.queue.keys import DEFAULT_PREFIX, QueueKeys, TenantGroupKeys, family_keys
 from fairway.queue.producer import Producer
+
+
+@dataclass
+class Settled:
+    done: list[FailedJob] = field(default_factory=list)
+    refused: list[tuple[FailedJob, str]] = field(default_factory=list)  # and why: kept in the failed store
 
 
 class Admin:
@@ -28,11 +37,13 @@ class Admin:
         self.client.delete(family_keys(self.prefix, served_name).paused)
 
     def pause_tenant(self, queue_prefix: str, tenant: str) -> None:
-        """One tenant of a group: it leaves the ring at its next turn; its jobs wait, others go on."""
-        self.client.sadd(TenantGroupKeys(self.prefix, queue_prefix).paused_tenants, tenant)
+        """One tenant of a group: it leaves the ring at its next turn; its jobs wait, others go on.
+        JobError for a tenant id that could not be one (every caller, CLI or dashboard, gets the check)."""
+        self.client.sadd(TenantGroupKeys(self.prefix, queue_prefix).paused_tenants, check_tenant_id(tenant))
 
     def continue_tenant(self, queue_prefix: str, tenant: str) -> int:
         """Serve a paused tenant again; its waiting jobs, or -1 when it was not paused."""
+        check_tenant_id(tenant)
         g = TenantGroupKeys(self.prefix, queue_prefix)
         active = None if is_cluster(self.client) else self.producer.globals.active
         return int(self.producer.scripts.run(calls.continue_tenant(g, active, tenant)))
@@ -48,6 +59,23 @@ class Admin:
                 else:
                     pipe.delete(key)
             pipe.execute()
+
+    def settle_failures(self, action: str, failures: Iterable[FailedJob]) -> Settled:
+        """Retry or forget each failed job (`action`: "retry" or "forget"); a job that cannot be
+        enqueued as it is (a malformed document, say) is refused and kept, the others go on."""
+        settled = Settled()
+        for failure in failures:
+            try:
+                if action == "retry":
+                    acted = self.retry_failed(failure.served_name, failure.id)
+                else:
+                    acted = self.forget_failed(failure.served_name, failure.id)
+            except JobError as exc:
+                settled.refused.append((failure, str(exc)))
+                continue
+            if acted:
+                settled.done.append(failure)
+        return settled
 
     def retry_failed(self, served_name: str, job_id: str) -> bool:
         """Put a failed job back on its queue with a fresh attempt count; False when there is no such job."""
