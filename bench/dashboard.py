@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -27,7 +26,7 @@ from fairway.queue.client import Client
 from fairway.queue.connection import connect
 from fairway.queue.job import new_job
 from fairway.queue.producer import Producer
-from support.redis_procs import RedisProcess
+from support.redis_procs import RedisProcess, free_port
 from support.workers import run_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,12 +45,6 @@ def seed(url: str, tenants: int) -> None:
         client.enqueue_many("noop", [[]] * 500, queue=queue)
         client.enqueue_many("fail", [[]] * 20, queue=queue)
     run_in_process(url, queues=["emails", "reports", "billing", "default"], max_jobs=1000)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def load_ms(url: str) -> float:

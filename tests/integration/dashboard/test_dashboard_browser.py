@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -30,17 +29,12 @@ from fairway.queue.connection import connect
 from fairway.queue.inspector import Inspector
 from fairway.queue.job import new_job
 from fairway.queue.producer import Producer
+from support.redis_procs import free_port
 from support.workers import run_in_process, wait_until, worker_env
 
 TOKEN = "s3cret-dashboard-token"
 DOCS = Path(__file__).resolve().parents[3] / "docs"
 QUARANTINE = {"max_consecutive_jobs": 5, "quarantine": {"failures": 3, "window_seconds": 300, "sample_rate": 0.5}}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_dashboard(redis_url: str, *extra: str) -> tuple[subprocess.Popen[str], str]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import socket
 import urllib.request
 from typing import Any
 
@@ -16,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from fairway_operator.metrics import OperatorMetrics
 from support.kopf_kmock import Emulator, eventually, running_operator, secret
+from support.redis_procs import free_port
 
 NS = "jobs"
 pytestmark = pytest.mark.asyncio
@@ -358,12 +358,6 @@ async def test_operator_restart_makes_no_duplicates_and_keeps_status(k8s: Emulat
 
 
 # -- /metrics ---------------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def scrape(port: int) -> list[Any]:

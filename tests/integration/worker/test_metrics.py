@@ -11,13 +11,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from fairway.queue.client import Client
 from fairway.queue.connection import connect
+from support.redis_procs import free_port
 from support.workers import start_worker, wait_until
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from fairway.cli.common import INVALID, OK, UNUSABLE, Verbs, add_redis_options
-from fairway.queue.figures import SORTS, duration
+from fairway.queue.figures import SORTS, duration, timestamp
 from fairway.resource.names import DEFAULT_TENANT_PREFIX
 
 
@@ -192,12 +192,6 @@ def failed_scope(args: argparse.Namespace, known: list[str]) -> tuple[list[str],
     raise ValueError(f"no queue or tenant group {args.queue!r} is known (known: {', '.join(known) or 'none'})")
 
 
-def when(ms: int) -> str:
-    from datetime import UTC, datetime
-
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
-
-
 def cmd_failed(args: argparse.Namespace) -> int:
     from fairway.queue.admin import Admin
     from fairway.queue.inspector import Inspector
@@ -228,7 +222,7 @@ def cmd_failed(args: argparse.Namespace) -> int:
         for f in failures:
             error = f"{f.record.get('exception') or ''}: {f.record.get('message') or ''}".strip(": ")
             print(
-                f"{when(f.failed_at_ms):<20} {f.served_name:<16} {f.id:<32} {f.handler:<20} {f.tenant or '-':<12} "
+                f"{timestamp(f.failed_at_ms):<20} {f.served_name:<16} {f.id:<32} {f.handler:<20} {f.tenant or '-':<12} "
                 f"{f.record.get('attempts', '-'):>5}  {error[:120]}"
             )
         return OK

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
-from fairway.queue.figures import FailedJob, TenantFigures, duration
+from fairway.queue.figures import FailedJob, TenantFigures, duration, timestamp
 
 NAV = (("/", "Overview"), ("/tenants", "Tenants"), ("/failed", "Failed jobs"))
 
@@ -188,10 +187,6 @@ def tenants(
     )
 
 
-def when(ms_since_epoch: int) -> str:
-    return datetime.fromtimestamp(ms_since_epoch / 1000, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
-
-
 def failed(
     names: Sequence[str],
     filters: dict[str, str],
@@ -235,7 +230,7 @@ def failed(
                 "/actions/forget", "forget", fields, css="forget"
             )
         body.append(
-            f'<tr data-id="{esc(f.id)}"><td>{esc(when(f.failed_at_ms))}</td><td>{esc(f.served_name)}</td>'
+            f'<tr data-id="{esc(f.id)}"><td>{esc(timestamp(f.failed_at_ms))}</td><td>{esc(f.served_name)}</td>'
             f'<td><a href="{esc(detail)}">{esc(f.id)}</a></td><td>{esc(f.handler)}</td><td>{esc(f.tenant or "-")}</td>'
             f'<td class="num">{esc(f.record.get("attempts"))}</td><td class="error">{esc(error[:200])}</td>'
             f"<td>{buttons}</td></tr>"
@@ -263,7 +258,7 @@ def failed_job(job: FailedJob | None, served: str, job_id: str, can_act: bool) -
         ("queue", job.served_name),
         ("handler", job.handler),
         ("tenant", job.tenant or "-"),
-        ("failed at", when(job.failed_at_ms)),
+        ("failed at", timestamp(job.failed_at_ms)),
         ("attempts", r.get("attempts")),
         ("exception", r.get("exception")),
         ("message", r.get("message")),

@@ -80,18 +80,21 @@ def _active(active: str | None) -> list[str]:
 # -- producing ---------------------------------------------------------------------------------------
 
 
+def _registry(globals_: GlobalKeys | None) -> list[str]:
+    """The producer scripts' optional trailing KEYS: the active set and the registry (standalone only)."""
+    return [globals_.active, globals_.queues] if globals_ is not None else []
+
+
 def enqueue(k: QueueKeys, globals_: GlobalKeys | None, document: bytes, delay_ms: int) -> ScriptCall:
     """`globals_` on a standalone Redis only: the active set and the queue registry, in the same step."""
-    registry = [globals_.active, globals_.queues] if globals_ is not None else []
-    return ScriptCall("enqueue", [k.ready, k.notify, k.delayed, *registry], [document, delay_ms, k.queue])
+    return ScriptCall("enqueue", [k.ready, k.notify, k.delayed, *_registry(globals_)], [document, delay_ms, k.queue])
 
 
 def enqueue_tenant(
     g: TenantGroupKeys, globals_: GlobalKeys | None, tenant: str, documents: Sequence[bytes], delay_ms: int
 ) -> ScriptCall:
     """`globals_` on a standalone Redis only: the active set and the registry, in the same step."""
-    registry = [globals_.active, globals_.queues] if globals_ is not None else []
-    return ScriptCall("enqueue_tenant", [g.ring, *registry], [g.base, tenant, delay_ms, g.name, *documents])
+    return ScriptCall("enqueue_tenant", [g.ring, *_registry(globals_)], [g.base, tenant, delay_ms, g.name, *documents])
 
 
 def continue_tenant(g: TenantGroupKeys, active: str | None, tenant: str) -> ScriptCall:

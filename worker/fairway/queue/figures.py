@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from fairway.queue.job import JobError, decode
@@ -78,6 +79,11 @@ def quantile_ms(histogram: Mapping[int, int], q: float) -> float | None:
             return lower + (upper - lower) * max(0.0, rank - seen) / count
         seen += count
     return bucket_upper_ms(max(histogram))
+
+
+def timestamp(ms_since_epoch: int) -> str:
+    """One way to print a moment in every table (failed list, dashboard): UTC, to the second."""
+    return datetime.fromtimestamp(ms_since_epoch / 1000, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
 def duration(seconds: float | None) -> str:
