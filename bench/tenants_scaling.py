@@ -30,8 +30,8 @@ def rate(client: RedisClient, tenants: int, jobs: int) -> float:
     client.flushdb()
     producer = Producer(client)
     per_tenant = jobs // tenants + 2
-    doc = b'{"id":"x","handler":"noop","queue":"tenant-t","args":[],"enqueued_at":0}'
     for t in range(tenants):
+        doc = b'{"id":"x","handler":"noop","queue":"tenant-t%d","tenant":"t%d","args":[],"enqueued_at":0}' % (t, t)
         producer.enqueue_tenant("tenant-", f"t{t}", [doc] * per_tenant)
     settings = WorkerSettings(tenants={"max_consecutive_jobs": 5}, retry_after_s=60, timeout_s=30)
     fetcher = StandaloneFetcher(client, settings)

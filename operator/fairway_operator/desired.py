@@ -14,11 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from fairway.plan.pools import Pool, initial_replicas, pools
 from fairway.plan.worker_config import worker_settings
 from fairway.resource.names import REDIS_URL_ENV
+from fairway.resource.plain import plain, yaml_documents, yaml_text
 from fairway.resource.spec import API_GROUP, API_VERSION, KIND, QueueSupervisorSpec
 from fairway_operator.names import dns_label, pool_label
 
@@ -86,24 +85,9 @@ def _redis_env(spec: QueueSupervisorSpec) -> dict[str, Any]:
     return {"name": REDIS_URL_ENV, "value": spec.redis.url}
 
 
-class _ManifestDumper(yaml.SafeDumper):
-    """Multi-line strings as literal blocks (readable ConfigMaps), and never YAML aliases."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
-def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_ManifestDumper.add_representer(str, _str)
-
-
 def to_yaml(objects: list[dict[str, Any]]) -> str:
     """Multi-document YAML, as `fairway render` prints it and `kubectl apply -f -` reads it."""
-    return yaml.dump_all(objects, Dumper=_ManifestDumper, sort_keys=False)
+    return yaml_documents(objects)
 
 
 def desired(
@@ -125,7 +109,7 @@ def desired(
             POOL_KEY: pool_label(pool.name.lstrip("@")),
             "app.kubernetes.io/name": "fairway-worker",
         }
-        config_text = yaml.safe_dump(worker_settings(spec, pool).to_config(), sort_keys=True)
+        config_text = yaml_text(worker_settings(spec, pool).to_config(), sort_keys=True)
         config_hash = hashlib.sha256(config_text.encode()).hexdigest()[:16]
         child_meta = {"name": child, "namespace": namespace, "labels": labels, "ownerReferences": _owner(body)}
         if not child_meta["ownerReferences"]:
@@ -198,7 +182,7 @@ def desired(
                 },
             },
         }
-        out.append(PoolChildren(pool, config_map, deployment))
+        out.append(PoolChildren(pool, plain(config_map), plain(deployment)))
     return out
 
 

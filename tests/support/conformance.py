@@ -22,8 +22,16 @@ def load(name: str) -> list[dict[str, Any]]:
 
 
 def expand(value: Any) -> Any:
-    """Generators: {"$document_of_bytes": N}, {"$string_of_bytes": N}; in lists, {"$repeat": N, "value": v}."""
+    """Generators: {"$document_of_bytes": N}, {"$string_of_bytes": N}, {"$nested_list": N},
+    {"$number": "NaN" | "Infinity"}; in lists, {"$repeat": N, "value": v}."""
     if isinstance(value, dict):
+        if "$nested_list" in value:
+            nested: list[Any] = []
+            for _ in range(value["$nested_list"] - 1):
+                nested = [nested]
+            return nested
+        if "$number" in value:
+            return float(value["$number"])
         if "$document_of_bytes" in value:
             n = value["$document_of_bytes"]
             return BIG_PREFIX + "x" * (n - len(BIG_PREFIX) - len(BIG_SUFFIX)) + BIG_SUFFIX

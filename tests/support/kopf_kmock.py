@@ -61,6 +61,11 @@ class Emulator(kmock.KubernetesEmulator):  # type: ignore[misc]
         except jsonpatch.JsonPatchTestFailed as e:
             raise kmock.KubernetesError(status=422, reason="Invalid", message=str(e)) from e
 
+    async def _serve_version(self, request: kmock.Request) -> Any:
+        # A real server names the core group's version "v1"; kmock 0.8 says "/v1", which kubectl rejects.
+        result = await super()._serve_version(request)
+        return {**result, "groupVersion": str(result["groupVersion"]).lstrip("/")}
+
     async def _serve_list(self, request: kmock.Request) -> Any:
         result = await super()._serve_list(request)
         return {**result, "metadata": {"resourceVersion": str(next(self._rv))}}

@@ -16,7 +16,9 @@ export declare const LIMITS: Readonly<{
 
 /** The protocol's refusal codes (docs/protocol.md): raised before sending, or by the enqueue scripts. */
 export type RefusalCode =
-  | 'TOO_LARGE' | 'TOO_MANY' | 'BAD_DOCUMENT' | 'BAD_DELAY' | 'BAD_QUEUE' | 'BAD_TENANT' | 'BAD_KEYS';
+  | 'TOO_LARGE' | 'TOO_MANY' | 'NO_DOCUMENTS' | 'BAD_DOCUMENT' | 'BAD_ID' | 'BAD_HANDLER' | 'BAD_QUEUE'
+  | 'BAD_TENANT' | 'MISMATCH' | 'BAD_DELAY' | 'BAD_KEYS' | 'TOO_DEEP' | 'BAD_VALUE' | 'BAD_TRIES' | 'BAD_TIMEOUT'
+  | 'BAD_CHUNK_SIZE';
 
 export declare class JobError extends Error {
   readonly code: RefusalCode;

@@ -24,7 +24,9 @@ const TENANT_PREFIX = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,31}$/;
 const HANDLER = /^[A-Za-z_][A-Za-z0-9_.:]{0,199}$/;
 const JOB_ID = /^[A-Za-z0-9_.:-]{1,256}$/;
 const PREFIX = /^[A-Za-z0-9_.-]{1,32}$/;
-const REFUSALS = new Set(['TOO_LARGE', 'TOO_MANY', 'BAD_DOCUMENT', 'BAD_DELAY', 'BAD_QUEUE', 'BAD_TENANT', 'BAD_KEYS']);
+// The codes the enqueue scripts refuse a call with (docs/protocol.md, "Refusals"); nothing was written.
+const REFUSALS = new Set(['TOO_LARGE', 'TOO_MANY', 'NO_DOCUMENTS', 'BAD_DOCUMENT', 'BAD_ID', 'BAD_HANDLER', 'BAD_QUEUE',
+  'BAD_TENANT', 'MISMATCH', 'BAD_DELAY', 'BAD_KEYS']);
 
 /** Bad input: the message names the field and the fix; `code` is the protocol's refusal code. */
 export class JobError extends Error {
@@ -83,10 +85,10 @@ function depthOf(value) {
 
 function jsonValue(key, value) {
   if (typeof value === 'number' && !Number.isFinite(value)) {
-    throw new JobError('BAD_DOCUMENT', `args/kwargs must be JSON: ${value} is not allowed (NaN and Infinity are not JSON)`);
+    throw new JobError('BAD_VALUE', `args/kwargs must be JSON: ${value} is not allowed (NaN and Infinity are not JSON)`);
   }
   if (typeof value === 'bigint') {
-    throw new JobError('BAD_DOCUMENT', 'args/kwargs must be JSON: a BigInt is not; pass it as a string');
+    throw new JobError('BAD_VALUE', 'args/kwargs must be JSON: a BigInt is not; pass it as a string');
   }
   return value;
 }
@@ -97,23 +99,23 @@ function jsonValue(key, value) {
  */
 export function buildDocument({ handler, queue, args = [], kwargs = {}, tenant, maxTries, timeout, jobId, delay },
   now = Date.now(), limit = LIMITS.documentBytes) {
-  check(typeof handler === 'string' && HANDLER.test(handler), 'BAD_DOCUMENT',
-    `handler ${JSON.stringify(handler)} is not a handler name (letters, digits, _ . :)`);
+  check(typeof handler === 'string' && HANDLER.test(handler), 'BAD_HANDLER',
+    `handler ${JSON.stringify(handler)} is not a handler name: start with a letter or _, then letters, digits, _ . : (at most 200)`);
   check(Array.isArray(args), 'BAD_DOCUMENT', 'args must be an array');
   check(kwargs !== null && typeof kwargs === 'object' && !Array.isArray(kwargs), 'BAD_DOCUMENT', 'kwargs must be an object');
   const id = jobId ?? randomUUID().replaceAll('-', '');
-  check(typeof id === 'string' && JOB_ID.test(id), 'BAD_DOCUMENT',
+  check(typeof id === 'string' && JOB_ID.test(id), 'BAD_ID',
     `job id ${JSON.stringify(id)} is invalid: use 1-256 letters, digits, '_', '.', ':' or '-'`);
   const document = { id, v: PROTOCOL_VERSION, handler, queue, args, kwargs, attempts: 0, enqueued_at: now };
   if (tenant !== undefined && tenant !== null) document.tenant = checkTenant(tenant);
   if (maxTries !== undefined && maxTries !== null) {
-    check(Number.isInteger(maxTries) && maxTries >= 1 && maxTries <= LIMITS.maxTries, 'BAD_DOCUMENT',
+    check(Number.isInteger(maxTries) && maxTries >= 1 && maxTries <= LIMITS.maxTries, 'BAD_TRIES',
       `maxTries ${String(maxTries)} is out of range: give a whole number from 1 to ${LIMITS.maxTries}`);
     document.max_tries = maxTries;
   }
   if (timeout !== undefined && timeout !== null) {
     check(typeof timeout === 'number' && Number.isFinite(timeout) && timeout > 0 && timeout <= LIMITS.timeoutSeconds,
-      'BAD_DOCUMENT', `timeout ${String(timeout)} is out of range: give seconds, more than 0 and at most ${LIMITS.timeoutSeconds}`);
+      'BAD_TIMEOUT', `timeout ${String(timeout)} is out of range: give seconds, more than 0 and at most ${LIMITS.timeoutSeconds}`);
     document.timeout = timeout;
   }
   const ms = delayMs(delay);
@@ -122,7 +124,7 @@ export function buildDocument({ handler, queue, args = [], kwargs = {}, tenant, 
   const bytes = Buffer.byteLength(text, 'utf8');
   check(bytes <= limit, 'TOO_LARGE',
     `job payload is ${bytes} bytes, over the ${limit}-byte limit; split the work into smaller jobs with enqueueChunked(handler, rows, { chunkSize })`);
-  check(depthOf(document) <= LIMITS.depth, 'BAD_DOCUMENT', `args/kwargs are nested deeper than ${LIMITS.depth - 2} levels; flatten them`);
+  check(depthOf(document) <= LIMITS.depth, 'TOO_DEEP', `args/kwargs are nested deeper than ${LIMITS.depth - 2} levels; flatten them`);
   return text;
 }
 
@@ -156,8 +158,10 @@ export class Client {
     await this.redis.quit();
   }
 
+  /** The document's `queue`: a queue name, or for a tenant job the tenant prefix plus the tenant id
+   * (up to 32 + 64 characters: a tenant's list, not a queue name, so the queue-name rule does not apply). */
   queueFor(queue, tenant) {
-    if (tenant !== undefined && tenant !== null) return checkQueue(`${this.tenantPrefix}${checkTenant(tenant)}`);
+    if (tenant !== undefined && tenant !== null) return `${this.tenantPrefix}${checkTenant(tenant)}`;
     return checkQueue(queue ?? 'default');
   }
 
@@ -205,7 +209,7 @@ export class Client {
 
   /** Split large work at dispatch: one job per `chunkSize` rows (its args: [rows]). */
   async enqueueChunked(handler, rows, { chunkSize = 500, queue, tenant } = {}) {
-    if (!Number.isInteger(chunkSize) || chunkSize < 1) throw new JobError('BAD_DOCUMENT', 'chunkSize must be a whole number, at least 1');
+    if (!Number.isInteger(chunkSize) || chunkSize < 1) throw new JobError('BAD_CHUNK_SIZE', `chunkSize ${String(chunkSize)} must be a whole number, at least 1`);
     const chunks = [];
     for (let start = 0; start < rows.length; start += chunkSize) chunks.push([rows.slice(start, start + chunkSize)]);
     return this.enqueueMany(handler, chunks, { queue, tenant });

@@ -23,6 +23,12 @@ export function expand(value) {
       return BIG_PREFIX + 'x'.repeat(n - BIG_PREFIX.length - BIG_SUFFIX.length) + BIG_SUFFIX;
     }
     if ('$string_of_bytes' in value) return 'x'.repeat(value.$string_of_bytes);
+    if ('$nested_list' in value) {
+      let nested = [];
+      for (let level = 1; level < value.$nested_list; level += 1) nested = [nested];
+      return nested;
+    }
+    if ('$number' in value) return Number(value.$number);
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, expand(v)]));
   }
   return value;

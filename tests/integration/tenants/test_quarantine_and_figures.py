@@ -64,7 +64,9 @@ def test_figures_from_known_waits(redis_url: str) -> None:
         store.enqueue_tenant("tenant-", tenant, payloads)
     store.enqueue_tenant("tenant-", "quick", [new_job("fail", "tenant-quick", [], {}, tenant="quick").encode()])
     run_in_process(redis_url, tenants={"max_consecutive_jobs": 1000}, burst=True)
-    store.enqueue_tenant("tenant-", "backlog", [new_job("noop", "tenant-backlog", [], {}).encode()] * 7)
+    store.enqueue_tenant(
+        "tenant-", "backlog", [new_job("noop", "tenant-backlog", [], {}, tenant="backlog").encode()] * 7
+    )
 
     figures = {f.tenant: f for f in Inspector(store.client).tenant_figures("tenant-")}
     slow = figures["slow"]

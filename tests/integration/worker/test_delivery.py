@@ -152,4 +152,5 @@ def test_a_job_that_kills_every_worker_is_failed_as_worker_lost_after_three(redi
     (line,) = job_lines(out)
     assert line["outcome"] == "failed" and line["attempt"] == 1, "losing workers spent none of its 5 tries"
     (record,) = Inspector(connect(redis_url)).failed_records("default")
-    assert record["message"].startswith("WorkerLost: the job was running when its worker vanished 3 times")
+    assert record["exception"] == "WorkerLost"
+    assert record["message"].startswith("the job was running when its worker vanished 3 times")

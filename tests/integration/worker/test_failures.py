@@ -113,7 +113,7 @@ def test_malformed_payload_goes_to_the_failed_store_and_the_worker_carries_on(re
     assert [line["outcome"] for line in job_lines(out.stdout)] == ["ok"]
     (record,) = Inspector(connect(redis_url)).failed_records("default")
     assert record["payload"] == "{not json"
-    assert "MalformedJob: payload is not JSON" in record["message"]
+    assert record["exception"] == "MalformedJob" and record["message"].startswith("payload is not JSON")
 
 
 DEEP = b'{"id":"deep","handler":"noop","queue":"default","args":[' + b"[" * 2000 + b"]" * 2000 + b"]}"
@@ -149,7 +149,7 @@ def test_a_poison_document_is_failed_once_and_the_queue_moves_on(redis_url: str,
     (malformed,) = job_lines(out, "job.malformed")
     (record,) = Inspector(connect(redis_url)).failed_records("default")
     assert record["id"] == malformed["id"] == key
-    assert record["message"].startswith("MalformedJob: ") and record["attempts"] == 1
+    assert record["exception"] == "MalformedJob" and record["attempts"] == 1
     assert r.hlen("fairway:{default}:attempts") == 0 and r.zcard("fairway:{default}:reserved") == 0
 
 
@@ -283,3 +283,22 @@ def test_a_full_redis_is_drained_and_a_refused_enqueue_wrote_nothing() -> None:
         assert (stats.ready, stats.reserved, stats.failed) == (0, 0, 0)
     finally:
         server.cleanup()
+
+
+def test_a_document_pushed_to_another_queue_than_it_names_never_runs(redis_url: str) -> None:
+    """Plain commands skip the scripts' MISMATCH check; the worker makes it, so `current_job().queue`
+    always names the queue the job came from."""
+    r = redis.Redis.from_url(redis_url)
+    r.rpush("fairway:{default}:ready", b'{"id":"wrong-q","v":1,"handler":"noop","queue":"elsewhere","args":[]}')
+    r.rpush("fairway:{default}:ready", b'{"id":"has-t","v":1,"handler":"noop","queue":"default","tenant":"7"}')
+    Client(redis_url).enqueue("noop", queue="default")
+    out = fairway(
+        "worker", "--redis", redis_url, "--queues", "default", "--burst", "--log-format", "json", url=redis_url
+    )
+    assert out.returncode == 0, out.stderr
+    assert [line["outcome"] for line in job_lines(out.stdout)] == ["ok"]
+    records = {rec["id"]: rec for rec in Inspector(connect(redis_url)).failed_records("default")}
+    assert set(records) == {"wrong-q", "has-t"}
+    assert records["wrong-q"]["exception"] == "MalformedJob"
+    assert "says queue 'elsewhere' but was taken from queue 'default'" in records["wrong-q"]["message"]
+    assert "and tenant '7'" in records["has-t"]["message"]

@@ -6,8 +6,9 @@ import argparse
 import contextlib
 import sys
 from pathlib import Path
+from typing import Any
 
-from fairway.cli.common import UNUSABLE, Verbs, valid_supervisors
+from fairway.cli.common import OK, UNUSABLE, Verbs, valid_supervisors
 
 
 def _reachable(url: str) -> bool:
@@ -26,6 +27,9 @@ def cmd_up(args: argparse.Namespace) -> int:
     from fairway.queue.connection import redacted
 
     supervisors = [(s.report.name, s.report.spec) for s in valid_supervisors("up", args.file) if s.report.spec]
+    if args.dry_run:
+        sys.stdout.write(dry_run_plan(supervisors))
+        return OK
     url = args.redis or next((s.redis.url for _, s in supervisors if s.redis.url), None)
     with contextlib.ExitStack() as stack:
         if url is None or (not _reachable(url) and args.embedded_redis is not False):
@@ -44,6 +48,34 @@ def cmd_up(args: argparse.Namespace) -> int:
             return UNUSABLE
         up = Up(supervisors, url, log_dir=Path(args.logs) if args.logs else None, quiet=args.quiet)
         return up.run()
+
+
+def dry_run_plan(supervisors: list[tuple[str, Any]]) -> str:
+    """What `fairway up` would start, without Redis or processes: each pool's processes and the
+    worker settings they would read, as YAML."""
+    from fairway.plan.pools import initial_replicas, pools
+    from fairway.plan.worker_config import worker_settings
+    from fairway.resource.plain import yaml_text
+
+    plan = []
+    for name, spec in supervisors:
+        replicas = initial_replicas(spec, {})
+        plan.append(
+            {
+                "supervisor": name,
+                "balance": spec.balance,
+                "pools": [
+                    {
+                        "pool": pool.name,
+                        "serves": list(pool.served),
+                        "processes": replicas[pool.name],
+                        "settings": worker_settings(spec, pool).model_copy(update={"metrics_port": 0}).to_config(),
+                    }
+                    for pool in pools(spec)
+                ],
+            }
+        )
+    return yaml_text(plan)
 
 
 def cmd_demo(_: argparse.Namespace) -> int:
@@ -73,6 +105,12 @@ def register(verbs: Verbs) -> None:
     )
     up.add_argument("--logs", default=None, help="folder for worker logs (default: a new temporary folder)")
     up.add_argument("--quiet", action="store_true", help="no live table")
+    up.add_argument(
+        "--dry-run",
+        dest="dry_run",
+        action="store_true",
+        help="print the pools, their processes and worker settings, and start nothing",
+    )
     up.set_defaults(run=cmd_up)
 
     demo = verbs.add_parser("demo", help="see Fairway's fairness on a private Redis it starts itself")

@@ -110,6 +110,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from fairway.queue.connection import connect_patiently, redacted
     from fairway.queue.fetch import fetcher_for
     from fairway.queue.handlers import load_modules, registry
+    from fairway.queue.joblog import configure_logging
     from fairway.queue.worker import Worker
 
     try:
@@ -117,7 +118,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     except (ManifestError, ValueError, OSError) as exc:
         print(f"fairway worker: {exc}", file=sys.stderr)
         return UNUSABLE
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(settings.log_format)
     load_modules(settings.handlers)
     logging.getLogger("fairway.worker").info("Redis %s", redacted(settings.redis_url))
     with stop_on_signals() as stop:

@@ -22,8 +22,6 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any, TextIO
 
-import yaml
-
 from fairway.plan.load import rebalanced
 from fairway.plan.pools import Pool, initial_replicas, pools
 from fairway.plan.worker_config import worker_settings
@@ -33,6 +31,7 @@ from fairway.queue.figures import duration
 from fairway.queue.inspector import Inspector
 from fairway.queue.keys import served_name_of_group
 from fairway.resource.names import REDIS_URL_ENV
+from fairway.resource.plain import yaml_text
 from fairway.resource.spec import QueueSupervisorSpec
 
 RESTART_DELAY_S = 1.0
@@ -107,7 +106,7 @@ class Up:
                 # Kubernetes, never through a file; files are the user's alone (0600).
                 # Many workers share this host: none serves metrics (a port each would be a surprise).
                 settings = worker_settings(spec, pool).model_copy(update={"metrics_port": 0})
-                _write_private(config_path, yaml.safe_dump(settings.to_config(), sort_keys=True))
+                _write_private(config_path, yaml_text(settings.to_config(), sort_keys=True))
                 log = os.fdopen(
                     os.open(self.log_dir / f"{slug}.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab"
                 )

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from fairway.queue.connection import RedisClient, connect, redis_url_from_env
-from fairway.queue.job import MAX_DOCUMENT_BYTES, JobError, check_tenant_id, new_job
+from fairway.queue.job import MAX_DOCUMENT_BYTES, JobError, check_delay_ms, check_tenant_id, new_job
 from fairway.queue.keys import DEFAULT_PREFIX, served_name_of_group
 from fairway.queue.producer import Producer
 from fairway.queue.progress import ProgressBoard
@@ -15,7 +15,7 @@ from fairway.resource.names import DEFAULT_TENANT_PREFIX, QUEUE_NAME, QUEUE_NAME
 
 def check_queue(queue: str) -> str:
     if not isinstance(queue, str) or not QUEUE_NAME.fullmatch(queue):
-        raise JobError(f"queue {queue!r} is invalid: {QUEUE_NAME_RULE}")
+        raise JobError(f"queue {queue!r} is invalid: {QUEUE_NAME_RULE}", code="BAD_QUEUE")
     return queue
 
 
@@ -43,8 +43,10 @@ class Client:
         self.max_payload_bytes = max_payload_bytes
 
     def _queue_for(self, queue: str | None, tenant: str | None) -> str:
+        """The document's `queue`: a queue name, or for a tenant job `<tenant prefix><tenant id>` (up to
+        32 + 64 characters: a tenant's list, not a queue name, so the queue-name rule does not apply)."""
         if tenant is not None:
-            return check_queue(f"{self.tenant_prefix}{check_tenant_id(tenant)}")
+            return f"{self.tenant_prefix}{check_tenant_id(tenant)}"
         return check_queue(queue or "default")
 
     def enqueue(
@@ -73,7 +75,7 @@ class Client:
             timeout=timeout,
             job_id=job_id,
         )
-        payload, delay_ms = job.encode(self.max_payload_bytes), int((delay or 0) * 1000)
+        payload, delay_ms = job.encode(self.max_payload_bytes), check_delay_ms(delay)
         if tenant is not None:
             self.producer.enqueue_tenant(self.tenant_prefix, tenant, [payload], delay_ms)
         else:
@@ -112,8 +114,8 @@ class Client:
         One 200,000-row job blocks a worker for the whole import, and per-tenant fairness cannot
         interleave inside a job; many small jobs let every other tenant through between chunks.
         """
-        if chunk_size < 1:
-            raise JobError("chunk_size must be at least 1")
+        if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+            raise JobError(f"chunk_size {chunk_size!r} must be a whole number, at least 1", code="BAD_CHUNK_SIZE")
         chunks = [[list(rows[start : start + chunk_size])] for start in range(0, len(rows), chunk_size)]
         return self.enqueue_many(handler, chunks, queue=queue, tenant=tenant)
 

@@ -44,7 +44,8 @@ class Inspector:
     def stats(self, queues: Sequence[str]) -> list[QueueStats]:
         """Per-queue figures in one pipelined round trip (per node on a cluster). A tenant group
         ('@<queuePrefix>') is one row: its ready jobs are those on its tenants' lists (one more round
-        trip per group, for the tenants' names), and its oldest age is not read."""
+        trip per group: its tenants' list lengths and heads), and its oldest age is that of the oldest
+        head among its tenants' lists."""
         with self.client.pipeline(transaction=False) as pipe:
             for queue in queues:
                 k = family_keys(self.prefix, queue)
@@ -65,23 +66,25 @@ class Inspector:
         for queue in queues:
             if is_group_name(queue):
                 tenants = {t.decode() for part in (next(raw), next(raw), next(raw)) for t in part}
-                ready, head = self.group_waiting(queue, tenants), None
+                ready, oldest = self.group_backlog(queue, tenants, now)
             else:
-                ready, head = next(raw), next(raw)
+                ready, oldest = next(raw), _age_s(next(raw), now)
             reserved, delayed, failed, paused = (next(raw) for _ in range(4))
-            out.append(
-                QueueStats(queue, int(ready), int(reserved), int(delayed), int(failed), bool(paused), _age_s(head, now))
-            )
+            out.append(QueueStats(queue, int(ready), int(reserved), int(delayed), int(failed), bool(paused), oldest))
         return out
 
-    def group_waiting(self, served_name: str, tenants: Iterable[str]) -> int:
-        """Ready jobs across a tenant group: the lengths of these tenants' lists."""
+    def group_backlog(self, served_name: str, tenants: Iterable[str], now: int) -> tuple[int, float | None]:
+        """Ready jobs across a tenant group (the lengths of these tenants' lists) and the age of the
+        oldest of them (each list is FIFO, so the oldest job is one of the heads)."""
         g = family_keys(self.prefix, served_name)
         assert isinstance(g, TenantGroupKeys)
         with self.client.pipeline(transaction=False) as pipe:
             for tenant in tenants:
                 pipe.llen(g.tenant(tenant))
-            return sum(int(n) for n in pipe.execute())
+                pipe.lindex(g.tenant(tenant), 0)
+            replies = pipe.execute()
+        ages = [age for age in (_age_s(head, now) for head in replies[1::2]) if age is not None]
+        return sum(int(n) for n in replies[::2]), max(ages, default=None)
 
     def tenant_figures(self, queue_prefix: str, window_s: int = 300) -> list[TenantFigures]:
         """Figures for every tenant active within the window: one pipelined read of the group's sets,

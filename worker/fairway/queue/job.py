@@ -32,20 +32,49 @@ MAX_ID_LENGTH = 256
 ID_PATTERN = re.compile(rf"[A-Za-z0-9_.:-]{{1,{MAX_ID_LENGTH}}}")  # what a producer may choose as a job id
 PROTOCOL_VERSION = 1  # the document's `v`; absent means 1. Additive changes keep it (docs/protocol.md)
 TENANT_ID_PATTERN = re.compile(rf"[A-Za-z0-9][A-Za-z0-9_.-]{{0,{MAX_TENANT_ID_LENGTH - 1}}}")
-HANDLER_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_.:]{0,199}")
+MAX_HANDLER_LENGTH = 200
+HANDLER_PATTERN = re.compile(rf"[A-Za-z_][A-Za-z0-9_.:]{{0,{MAX_HANDLER_LENGTH - 1}}}")
 MS_RANGE = (0, 2**53)  # timestamps in ms: non-negative and exact in any language's double
+
+# The protocol's refusal codes (docs/protocol.md, "Refusals"): the first word of an enqueue script's
+# error reply, and `JobError.code` when a producer refuses the same input before sending it.
+# code -> (who refuses it, what it means). A test keeps docs/protocol.md's table equal to this one.
+REFUSALS: dict[str, tuple[str, str]] = {
+    "TOO_LARGE": ("producers, both scripts", f"a document is over {MAX_DOCUMENT_BYTES:,} bytes"),
+    "TOO_MANY": ("producers split; enqueue_tenant", f"more than {MAX_DOCUMENTS_PER_CALL:,} documents in one call"),
+    "NO_DOCUMENTS": ("enqueue_tenant", "a call with no documents"),
+    "BAD_DOCUMENT": ("both scripts", "not a JSON object with string fields id, handler and queue"),
+    "BAD_ID": ("producers, both scripts", f"the id is not 1-{MAX_ID_LENGTH} of A-Z a-z 0-9 _ . : -"),
+    "BAD_HANDLER": (
+        "producers, both scripts",
+        f"the handler is not [A-Za-z_][A-Za-z0-9_.:]*, 1-{MAX_HANDLER_LENGTH}",
+    ),
+    "BAD_QUEUE": ("producers, enqueue", "the queue name breaks the queue-name rule"),
+    "BAD_TENANT": ("producers, enqueue_tenant", "the tenant id breaks the tenant-id rule"),
+    "MISMATCH": ("both scripts", "the document's queue (or tenant) field is not the queue (or tenant) of the call"),
+    "BAD_DELAY": ("producers, both scripts", "the delay is not a whole number of ms (digits only) in range"),
+    "BAD_KEYS": ("enqueue_tenant", "KEYS[1] is not ARGV[1] .. 'ring', or ARGV[4] is not '@' and the group's prefix"),
+    "TOO_DEEP": ("producers", f"arrays/objects nested deeper than {MAX_DEPTH} levels, the document included"),
+    "BAD_VALUE": ("producers", "args/kwargs hold something that is not JSON (NaN, Infinity, an object)"),
+    "BAD_TRIES": ("producers", f"max_tries is not a whole number from 1 to {MAX_TRIES:,}"),
+    "BAD_TIMEOUT": ("producers", f"timeout is not seconds above 0 and at most {MAX_TIMEOUT_S:,}"),
+    "BAD_CHUNK_SIZE": ("producers", "chunk_size is not a whole number of at least 1"),
+}
 
 
 class JobError(ValueError):
-    """A job that cannot be enqueued or decoded; the message says which field and how to fix it."""
+    """A job that cannot be enqueued or decoded; the message says which field and how to fix it, and
+    `code` is the protocol's refusal code for it (REFUSALS)."""
 
-    def __init__(self, message: str, job_id: str | None = None) -> None:
+    def __init__(self, message: str, job_id: str | None = None, code: str = "BAD_DOCUMENT") -> None:
         super().__init__(message)
         self.job_id = job_id  # the document's id, when it had a readable one
+        self.code = code
 
 
 class PayloadTooLarge(JobError):
-    pass
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code="TOO_LARGE")
 
 
 @dataclass(frozen=True)
@@ -80,14 +109,16 @@ class Job:
         try:
             payload = json.dumps(document, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
         except (TypeError, ValueError, RecursionError) as exc:
-            raise JobError(f"args/kwargs must be JSON-serialisable (no NaN or Infinity, no objects): {exc}") from None
+            raise JobError(
+                f"args/kwargs must be JSON-serialisable (no NaN or Infinity, no objects): {exc}", code="BAD_VALUE"
+            ) from None
         if len(payload) > limit:
             raise PayloadTooLarge(
                 f"job payload is {len(payload)} bytes, over the {limit}-byte limit; split the work into "
                 "smaller jobs with Client.enqueue_chunked(handler, rows, chunk_size=...)"
             )
         if payload.count(b"[") + payload.count(b"{") > MAX_DEPTH and _depth(document) > MAX_DEPTH:
-            raise JobError(f"args/kwargs are nested deeper than {MAX_DEPTH - 2} levels; flatten them")
+            raise JobError(f"args/kwargs are nested deeper than {MAX_DEPTH - 2} levels; flatten them", code="TOO_DEEP")
         return payload
 
     @property
@@ -110,7 +141,11 @@ def new_job(
 ) -> Job:
     """A new job, every option checked here, where the producer can still be told what to fix."""
     if not isinstance(handler, str) or not HANDLER_PATTERN.fullmatch(handler):
-        raise JobError(f"handler {handler!r} is not a handler name (letters, digits, _ . :)")
+        raise JobError(
+            f"handler {handler!r} is not a handler name: start with a letter or _, then letters, digits, _ . : "
+            "(at most 200)",
+            code="BAD_HANDLER",
+        )
     if tenant is not None:
         check_tenant_id(tenant)
     delay_ms = check_delay_ms(delay_s)
@@ -132,7 +167,9 @@ def new_job(
 def check_job_id(job_id: str) -> str:
     """A producer-chosen id (to enqueue the same job again after a timeout, say): safe in keys and logs."""
     if not isinstance(job_id, str) or not ID_PATTERN.fullmatch(job_id):
-        raise JobError(f"job id {job_id!r} is invalid: use 1-{MAX_ID_LENGTH} letters, digits, '_', '.', ':' or '-'")
+        raise JobError(
+            f"job id {job_id!r} is invalid: use 1-{MAX_ID_LENGTH} letters, digits, '_', '.', ':' or '-'", code="BAD_ID"
+        )
     return job_id
 
 
@@ -140,7 +177,8 @@ def check_tenant_id(tenant: str) -> str:
     if not isinstance(tenant, str) or not TENANT_ID_PATTERN.fullmatch(tenant):
         raise JobError(
             f"tenant id {tenant!r} is invalid: use 1-64 letters, digits, '_', '.' or '-', starting with a "
-            "letter or digit (no braces, colons, spaces or wildcards)"
+            "letter or digit (no braces, colons, spaces or wildcards)",
+            code="BAD_TENANT",
         )
     return tenant
 
@@ -150,23 +188,32 @@ def check_delay_ms(delay_s: float | None) -> int:
     if delay_s is None:
         return 0
     if isinstance(delay_s, bool) or not isinstance(delay_s, int | float) or not math.isfinite(delay_s):
-        raise JobError(f"delay {delay_s!r} is not a number of seconds; pass e.g. delay=30")
+        raise JobError(f"delay {delay_s!r} is not a number of seconds; pass e.g. delay=30", code="BAD_DELAY")
     if not 0 <= delay_s <= MAX_DELAY_S:
-        raise JobError(f"delay {delay_s!r} s is out of range: give 0 to {MAX_DELAY_S} seconds")
+        raise JobError(f"delay {delay_s!r} s is out of range: give 0 to {MAX_DELAY_S} seconds", code="BAD_DELAY")
+    return delay_ms(delay_s)
+
+
+def delay_ms(delay_s: float) -> int:
+    """The protocol's rounding of a delay: seconds to whole ms, rounded down (0.0019 s is 1 ms)."""
     return int(delay_s * 1000)
 
 
 def check_timeout(timeout: float) -> float:
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not math.isfinite(timeout):
-        raise JobError(f"timeout {timeout!r} is not a number of seconds; pass e.g. timeout=120")
+        raise JobError(f"timeout {timeout!r} is not a number of seconds; pass e.g. timeout=120", code="BAD_TIMEOUT")
     if not 0 < timeout <= MAX_TIMEOUT_S:
-        raise JobError(f"timeout {timeout!r} s is out of range: give more than 0 and at most {MAX_TIMEOUT_S}")
+        raise JobError(
+            f"timeout {timeout!r} s is out of range: give more than 0 and at most {MAX_TIMEOUT_S}", code="BAD_TIMEOUT"
+        )
     return float(timeout)
 
 
 def check_tries(tries: int) -> int:
     if isinstance(tries, bool) or not isinstance(tries, int) or not 1 <= tries <= MAX_TRIES:
-        raise JobError(f"max_tries {tries!r} is out of range: give a whole number from 1 to {MAX_TRIES}")
+        raise JobError(
+            f"max_tries {tries!r} is out of range: give a whole number from 1 to {MAX_TRIES}", code="BAD_TRIES"
+        )
     return tries
 
 
@@ -219,6 +266,23 @@ def decode(payload: bytes) -> Job:
     except JobError as exc:
         exc.job_id = job_id
         raise
+
+
+def check_placement(job: Job, served_name: str, tenant: str | None) -> Job:
+    """The document's queue and tenant are where it was taken from (the enqueue scripts refuse others
+    with MISMATCH; a document pushed with plain commands is checked here, so a handler's
+    `current_job().queue` never names a queue the job did not come from)."""
+    expected = served_name if tenant is None else f"{served_name.removeprefix('@')}{tenant}"
+    if job.queue != expected or job.tenant != tenant:
+        where = f"queue {expected!r}" + (f" (tenant {tenant!r})" if tenant else "")
+        raise JobError(
+            f"payload says queue {job.queue!r}"
+            + (f" and tenant {job.tenant!r}" if job.tenant else "")
+            + f" but was taken from {where}: the producer must set the fields to where it pushes the document",
+            job.id,
+            code="MISMATCH",
+        )
+    return job
 
 
 def _job(doc: dict[str, Any], job_id: str | None) -> Job:

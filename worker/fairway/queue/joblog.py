@@ -1,10 +1,12 @@
 """One line per finished job, as text for people or JSON for log pipelines (the `fairway up` demo
-and the tests read the JSON lines)."""
+and the tests read the JSON lines); with JSON, the worker's own log lines are JSON too, so a log
+pipeline never meets a line it cannot parse."""
 
 from __future__ import annotations
 
 import datetime
 import json
+import logging
 from dataclasses import dataclass
 from typing import Literal, TextIO
 
@@ -12,6 +14,7 @@ from fairway.queue.calls import Reservation
 from fairway.queue.job import Job
 
 LogFormat = Literal["text", "json", "none"]
+TEXT_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 def _iso(ms: int) -> str:
@@ -94,3 +97,28 @@ class JobLog:
 
     def flush(self) -> None:
         self.out.flush()
+
+
+class JsonLogFormatter(logging.Formatter):
+    """A log record as one JSON line: event "log", time (UTC ISO), level, logger, message, and the
+    traceback as one string when there is one."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = {
+            "event": "log",
+            "time": _iso(int(record.created * 1000)),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return json.dumps(line, ensure_ascii=False)
+
+
+def configure_logging(fmt: LogFormat, level: int | str = logging.INFO) -> None:
+    """The process's log lines (and Python's warnings) in the format of its job lines: JSON stays JSON."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonLogFormatter() if fmt == "json" else logging.Formatter(TEXT_LOG_FORMAT))
+    logging.basicConfig(level=level, handlers=[handler], force=True)
+    logging.captureWarnings(True)

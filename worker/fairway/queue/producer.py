@@ -10,22 +10,21 @@ import redis
 from fairway.queue import calls
 from fairway.queue.connection import RedisClient, is_cluster
 from fairway.queue.job import MAX_DOCUMENTS_PER_CALL as BATCH
-from fairway.queue.job import JobError
+from fairway.queue.job import REFUSALS, JobError
 from fairway.queue.keys import DEFAULT_PREFIX, GlobalKeys, QueueKeys, TenantGroupKeys
 from fairway.queue.scripts import Scripts
-
-# The error codes the producer scripts refuse a call with (docs/protocol.md); nothing was written.
-REFUSALS = ("TOO_LARGE", "TOO_MANY", "BAD_DOCUMENT", "BAD_DELAY", "BAD_QUEUE", "BAD_TENANT", "BAD_KEYS")
 
 
 @contextmanager
 def refusals_as_job_errors() -> Iterator[None]:
-    """A script's refusal is the caller's bad input, not a Redis failure: raise it as a JobError."""
+    """A script's refusal (docs/protocol.md; nothing was written) is the caller's bad input, not a
+    Redis failure: raise it as a JobError with the script's code."""
     try:
         yield
     except redis.ResponseError as exc:
-        if str(exc).split(" ", 1)[0] in REFUSALS:
-            raise JobError(str(exc)) from None
+        code = str(exc).split(" ", 1)[0]
+        if code in REFUSALS:
+            raise JobError(str(exc), code=code) from None
         raise
 
 

@@ -18,7 +18,14 @@ import redis
 
 from fairway.queue.calls import ScriptCall
 from fairway.queue.connection import RedisClient
-from fairway.queue.job import MAX_DELAY_S, MAX_DOCUMENT_BYTES, MAX_DOCUMENTS_PER_CALL, MAX_TENANT_ID_LENGTH
+from fairway.queue.job import (
+    MAX_DELAY_S,
+    MAX_DOCUMENT_BYTES,
+    MAX_DOCUMENTS_PER_CALL,
+    MAX_HANDLER_LENGTH,
+    MAX_ID_LENGTH,
+    MAX_TENANT_ID_LENGTH,
+)
 from fairway.queue.keys import QUEUE_KEYS, TENANT_GROUP_KEYS, lua_prelude
 
 PRODUCER_SCRIPTS = ("enqueue", "enqueue_tenant")  # what other languages call: committed complete, in complete/
@@ -69,6 +76,8 @@ _PARTS: dict[str, dict[str, str | int]] = {
         "documents_per_call": MAX_DOCUMENTS_PER_CALL,
         "delay_ms": MAX_DELAY_S * 1000,
         "tenant_id_length": MAX_TENANT_ID_LENGTH,
+        "id_length": MAX_ID_LENGTH,
+        "handler_length": MAX_HANDLER_LENGTH,
     },
 }
 

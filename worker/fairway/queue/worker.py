@@ -37,7 +37,7 @@ from fairway.queue.execution import Attempt, Outcome, run_handler
 from fairway.queue.fetch import POLL_S, Fetcher
 from fairway.queue.figures import RunTally, wait_bucket
 from fairway.queue.handlers import Registry, UnknownHandler
-from fairway.queue.job import Job, JobError, decode
+from fairway.queue.job import Job, JobError, check_placement, decode
 from fairway.queue.joblog import Finished, JobLog
 from fairway.queue.lifecycle import HARD_EXIT_CODE, Interrupted, RssProbe, StopSignals, Watchdog
 from fairway.queue.metrics import UNREGISTERED, WorkerMetrics
@@ -321,7 +321,7 @@ class Worker:
         self._seq += 1
         seq = self._seq
         try:
-            job = decode(reservation.payload)
+            job = check_placement(decode(reservation.payload), reservation.queue, reservation.tenant)
         except JobError as exc:
             self._fail_malformed(reservation, exc)
             return
@@ -475,14 +475,15 @@ class Worker:
 
 def _failure_record(reservation: Reservation, job_id: str, attempt: Attempt) -> dict[str, Any]:
     detail = attempt.detail or {}
+    name, _, message = (attempt.error or "").partition(": ")  # "<Exception>: <message>"
     return {
         "id": job_id,
         "queue": reservation.queue,
         "tenant": reservation.tenant,
         "payload": reservation.payload.decode("utf-8", "replace"),
         "attempts": reservation.attempts,
-        "exception": detail.get("exception") or (attempt.error or "").split(":", 1)[0],
-        "message": detail.get("message") or attempt.error,
+        "exception": detail.get("exception") or name,
+        "message": detail.get("message") or message,
         "traceback": detail.get("traceback"),
         "failed_at": _now_ms(),
     }

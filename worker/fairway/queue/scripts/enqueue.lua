@@ -2,12 +2,12 @@
 -- returns an error, nothing was written.
 -- KEYS[1] ready   KEYS[2] notify   KEYS[3] delayed
 -- KEYS[4] active set, KEYS[5] queue registry (both optional: standalone Redis only)
--- ARGV[1] job document   ARGV[2] delay in ms (0 = ready now)   ARGV[3] queue name
+-- ARGV[1] job document   ARGV[2] delay: whole ms as digits (0 = ready now)   ARGV[3] queue name
 -- Returns 1 when the job is ready now, 0 when it was scheduled; refuses (writing nothing) with
--- TOO_LARGE, BAD_DOCUMENT, BAD_DELAY or BAD_QUEUE.
+-- BAD_DELAY, BAD_QUEUE, TOO_LARGE, BAD_DOCUMENT, BAD_ID, BAD_HANDLER or MISMATCH.
 -- #include producer_lib.lua
 local delay, refusal = read_delay(ARGV[2])
-refusal = refusal or queue_refusal(ARGV[3]) or document_refusal(ARGV[1])
+refusal = refusal or queue_refusal(ARGV[3]) or document_refusal(ARGV[1], ARGV[3], nil)
 if refusal then return redis.error_reply(refusal) end
 if KEYS[5] then redis.call('SADD', KEYS[5], ARGV[3]) end
 if delay > 0 then

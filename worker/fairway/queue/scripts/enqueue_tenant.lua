@@ -1,26 +1,34 @@
--- Enqueue tenant jobs, one or many for the same tenant (the documented script; see docs/tenants.md).
+-- Enqueue tenant jobs, one or many for the same tenant (the documented script; docs/protocol.md).
 -- KEYS[1] G .. 'ring' (names the group's slot)
 -- KEYS[2] the active set, KEYS[3] the registry of served names (both optional: standalone Redis only)
--- ARGV[1] G, the group's key prefix   ARGV[2] tenant id   ARGV[3] delay in ms (0 = now)
--- ARGV[4] the group's name in the active set ('@<queuePrefix>')   ARGV[5..] job documents
--- Returns how many documents were enqueued; refuses (writing nothing) with BAD_KEYS, BAD_TENANT,
--- BAD_DELAY, TOO_MANY, TOO_LARGE or BAD_DOCUMENT (the latter two name the document's position).
+-- ARGV[1] G, the group's key prefix ('<prefix>:{tenants:<queuePrefix>}:')   ARGV[2] tenant id
+-- ARGV[3] delay: whole ms as digits (0 = now)   ARGV[4] the group's served name, '@<queuePrefix>'
+-- ARGV[5..] job documents (1 to LIMIT.documents_per_call), each with "tenant": ARGV[2] and
+-- "queue": <queuePrefix> .. ARGV[2]
+-- Returns how many documents were enqueued; refuses (writing nothing) with BAD_KEYS, BAD_DELAY,
+-- BAD_TENANT, NO_DOCUMENTS, TOO_MANY, or for a document (naming its position) TOO_LARGE,
+-- BAD_DOCUMENT, BAD_ID, BAD_HANDLER or MISMATCH.
 -- #include tenant_lib.lua
 -- #include producer_lib.lua
-local G, id = ARGV[1], ARGV[2]
-if KEYS[1] ~= G .. GK.ring or string.sub(ARGV[4] or '', 1, 1) ~= '@' then
+local G, id = ARGV[1] or '', ARGV[2] or ''
+local queue_prefix = string.match(G, '{tenants:([^{}]*)}:$')
+if KEYS[1] ~= G .. GK.ring or queue_prefix == nil or ARGV[4] ~= '@' .. queue_prefix then
   return redis.error_reply('BAD_KEYS KEYS[1] must be ARGV[1] .. ' .. string.format('%q', GK.ring) ..
-    ' and ARGV[4] the group name @<queuePrefix> (docs/tenants.md)')
+    ', ARGV[1] end in {tenants:<queuePrefix>}: and ARGV[4] be @<queuePrefix> (docs/protocol.md)')
 end
 local delay, refusal = read_delay(ARGV[3])
 refusal = refusal or tenant_refusal(id)
 if refusal then return redis.error_reply(refusal) end
-if #ARGV - 4 > LIMIT.documents_per_call then
-  return redis.error_reply('TOO_MANY ' .. (#ARGV - 4) .. ' documents in one call; send at most ' ..
+local count = #ARGV - 4
+if count < 1 then
+  return redis.error_reply('NO_DOCUMENTS the call has no documents; send 1 to ' .. LIMIT.documents_per_call)
+end
+if count > LIMIT.documents_per_call then
+  return redis.error_reply('TOO_MANY ' .. count .. ' documents in one call; send at most ' ..
     LIMIT.documents_per_call .. ' per call')
 end
 for i = 5, #ARGV do
-  refusal = document_refusal(ARGV[i])
+  refusal = document_refusal(ARGV[i], queue_prefix .. id, id)
   if refusal then return redis.error_reply(refusal .. ' (document ' .. (i - 4) .. ')') end
 end
 local now = now_ms()
@@ -33,4 +41,4 @@ for i = 5, #ARGV do
 end
 if KEYS[3] then redis.call('SADD', KEYS[3], ARGV[4]) end
 if delay <= 0 and KEYS[2] then redis.call('SADD', KEYS[2], ARGV[4]) end
-return #ARGV - 4
+return count

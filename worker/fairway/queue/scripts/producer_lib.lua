@@ -1,24 +1,52 @@
 -- The checks the producer scripts make before writing anything, so a refused call writes nothing. Each
 -- returns nil when the input is good, else the error reply's text: a code (the first word, listed in
--- docs/protocol.md), then what was wrong and how to fix it. LIMIT.<name> is a limit from
+-- docs/protocol.md, "Refusals"), then what was wrong and how to fix it. LIMIT.<name> is a limit from
 -- fairway/queue/job.py, spliced in as a literal by the loader.
 
-local function document_refusal(doc)
+-- The document: its size, then its shape, then that its id, handler, queue and tenant fields are
+-- sound and are those of this call (`tenant` nil for a plain queue's job).
+local function document_refusal(doc, queue, tenant)
   if #doc > LIMIT.document_bytes then
     return 'TOO_LARGE document is ' .. #doc .. ' bytes, over the ' .. LIMIT.document_bytes ..
       '-byte limit: split the work into smaller jobs at dispatch (one per chunk of rows)'
   end
   local ok, parsed = pcall(cjson.decode, doc)
-  if not ok or type(parsed) ~= 'table' or type(parsed.id) ~= 'string' or type(parsed.handler) ~= 'string' then
-    return 'BAD_DOCUMENT the document must be a JSON object with string fields id and handler (docs/protocol.md)'
+  if not ok or type(parsed) ~= 'table' or type(parsed.id) ~= 'string' or type(parsed.handler) ~= 'string'
+      or type(parsed.queue) ~= 'string' then
+    return 'BAD_DOCUMENT the document must be a JSON object with string fields id, handler and queue ' ..
+      '(docs/protocol.md)'
+  end
+  if #parsed.id > LIMIT.id_length or not string.find(parsed.id, '^[%w_%.:%-]+$') then
+    return 'BAD_ID job id ' .. string.format('%q', string.sub(parsed.id, 1, 80)) .. ' is invalid: use 1-' ..
+      LIMIT.id_length .. " letters, digits, '_', '.', ':' or '-'"
+  end
+  if #parsed.handler > LIMIT.handler_length or not string.find(parsed.handler, '^[%a_][%w_%.:]*$') then
+    return 'BAD_HANDLER handler ' .. string.format('%q', string.sub(parsed.handler, 1, 80)) ..
+      ' is not a handler name: start with a letter or _, then letters, digits, _ . : (at most ' ..
+      LIMIT.handler_length .. ')'
+  end
+  local doc_tenant = parsed.tenant
+  if doc_tenant == cjson.null then doc_tenant = nil end
+  if parsed.queue ~= queue or doc_tenant ~= tenant then
+    if tenant == nil then
+      return 'MISMATCH the document says queue ' .. string.format('%q', parsed.queue) ..
+        (doc_tenant ~= nil and ' and has a tenant' or '') .. ' but is enqueued to queue ' ..
+        string.format('%q', queue) .. ': set "queue" to it (tenant jobs go through enqueue_tenant)'
+    end
+    return 'MISMATCH the document says queue ' .. string.format('%q', parsed.queue) .. ' and tenant ' ..
+      (doc_tenant ~= nil and string.format('%q', tostring(doc_tenant)) or 'none') .. ' but is enqueued for tenant ' .. string.format('%q', tenant) ..
+      ': set "tenant" to it and "queue" to ' .. string.format('%q', queue)
   end
 end
 
--- A delay in whole ms from 0 to LIMIT.delay_ms; returns the number, or nil and the refusal.
+-- A delay: whole ms written as digits only (no sign, exponent, fraction or hex), from 0 to
+-- LIMIT.delay_ms; returns the number, or nil and the refusal.
 local function read_delay(raw)
-  local delay = tonumber(raw)
-  if delay == nil or delay ~= delay or delay < 0 or delay > LIMIT.delay_ms or math.floor(delay) ~= delay then
-    return nil, 'BAD_DELAY delay ' .. tostring(raw) .. ' must be whole milliseconds from 0 to ' .. LIMIT.delay_ms
+  raw = raw or ''
+  local delay = string.find(raw, '^%d+$') and #raw <= 12 and tonumber(raw) or nil
+  if delay == nil or delay > LIMIT.delay_ms then
+    return nil, 'BAD_DELAY delay ' .. string.format('%q', string.sub(raw, 1, 40)) ..
+      ' must be whole milliseconds written as digits, from 0 to ' .. LIMIT.delay_ms
   end
   return delay
 end

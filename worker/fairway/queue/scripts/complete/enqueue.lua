@@ -62,30 +62,58 @@ end
 -- returns an error, nothing was written.
 -- KEYS[1] ready   KEYS[2] notify   KEYS[3] delayed
 -- KEYS[4] active set, KEYS[5] queue registry (both optional: standalone Redis only)
--- ARGV[1] job document   ARGV[2] delay in ms (0 = ready now)   ARGV[3] queue name
+-- ARGV[1] job document   ARGV[2] delay: whole ms as digits (0 = ready now)   ARGV[3] queue name
 -- Returns 1 when the job is ready now, 0 when it was scheduled; refuses (writing nothing) with
--- TOO_LARGE, BAD_DOCUMENT, BAD_DELAY or BAD_QUEUE.
+-- BAD_DELAY, BAD_QUEUE, TOO_LARGE, BAD_DOCUMENT, BAD_ID, BAD_HANDLER or MISMATCH.
 -- The checks the producer scripts make before writing anything, so a refused call writes nothing. Each
 -- returns nil when the input is good, else the error reply's text: a code (the first word, listed in
--- docs/protocol.md), then what was wrong and how to fix it. LIMIT.<name> is a limit from
+-- docs/protocol.md, "Refusals"), then what was wrong and how to fix it. LIMIT.<name> is a limit from
 -- fairway/queue/job.py, spliced in as a literal by the loader.
 
-local function document_refusal(doc)
+-- The document: its size, then its shape, then that its id, handler, queue and tenant fields are
+-- sound and are those of this call (`tenant` nil for a plain queue's job).
+local function document_refusal(doc, queue, tenant)
   if #doc > 524288 then
     return 'TOO_LARGE document is ' .. #doc .. ' bytes, over the ' .. 524288 ..
       '-byte limit: split the work into smaller jobs at dispatch (one per chunk of rows)'
   end
   local ok, parsed = pcall(cjson.decode, doc)
-  if not ok or type(parsed) ~= 'table' or type(parsed.id) ~= 'string' or type(parsed.handler) ~= 'string' then
-    return 'BAD_DOCUMENT the document must be a JSON object with string fields id and handler (docs/protocol.md)'
+  if not ok or type(parsed) ~= 'table' or type(parsed.id) ~= 'string' or type(parsed.handler) ~= 'string'
+      or type(parsed.queue) ~= 'string' then
+    return 'BAD_DOCUMENT the document must be a JSON object with string fields id, handler and queue ' ..
+      '(docs/protocol.md)'
+  end
+  if #parsed.id > 256 or not string.find(parsed.id, '^[%w_%.:%-]+$') then
+    return 'BAD_ID job id ' .. string.format('%q', string.sub(parsed.id, 1, 80)) .. ' is invalid: use 1-' ..
+      256 .. " letters, digits, '_', '.', ':' or '-'"
+  end
+  if #parsed.handler > 200 or not string.find(parsed.handler, '^[%a_][%w_%.:]*$') then
+    return 'BAD_HANDLER handler ' .. string.format('%q', string.sub(parsed.handler, 1, 80)) ..
+      ' is not a handler name: start with a letter or _, then letters, digits, _ . : (at most ' ..
+      200 .. ')'
+  end
+  local doc_tenant = parsed.tenant
+  if doc_tenant == cjson.null then doc_tenant = nil end
+  if parsed.queue ~= queue or doc_tenant ~= tenant then
+    if tenant == nil then
+      return 'MISMATCH the document says queue ' .. string.format('%q', parsed.queue) ..
+        (doc_tenant ~= nil and ' and has a tenant' or '') .. ' but is enqueued to queue ' ..
+        string.format('%q', queue) .. ': set "queue" to it (tenant jobs go through enqueue_tenant)'
+    end
+    return 'MISMATCH the document says queue ' .. string.format('%q', parsed.queue) .. ' and tenant ' ..
+      (doc_tenant ~= nil and string.format('%q', tostring(doc_tenant)) or 'none') .. ' but is enqueued for tenant ' .. string.format('%q', tenant) ..
+      ': set "tenant" to it and "queue" to ' .. string.format('%q', queue)
   end
 end
 
--- A delay in whole ms from 0 to 31622400000; returns the number, or nil and the refusal.
+-- A delay: whole ms written as digits only (no sign, exponent, fraction or hex), from 0 to
+-- 31622400000; returns the number, or nil and the refusal.
 local function read_delay(raw)
-  local delay = tonumber(raw)
-  if delay == nil or delay ~= delay or delay < 0 or delay > 31622400000 or math.floor(delay) ~= delay then
-    return nil, 'BAD_DELAY delay ' .. tostring(raw) .. ' must be whole milliseconds from 0 to ' .. 31622400000
+  raw = raw or ''
+  local delay = string.find(raw, '^%d+$') and #raw <= 12 and tonumber(raw) or nil
+  if delay == nil or delay > 31622400000 then
+    return nil, 'BAD_DELAY delay ' .. string.format('%q', string.sub(raw, 1, 40)) ..
+      ' must be whole milliseconds written as digits, from 0 to ' .. 31622400000
   end
   return delay
 end
@@ -106,7 +134,7 @@ local function tenant_refusal(id)
 end
 
 local delay, refusal = read_delay(ARGV[2])
-refusal = refusal or queue_refusal(ARGV[3]) or document_refusal(ARGV[1])
+refusal = refusal or queue_refusal(ARGV[3]) or document_refusal(ARGV[1], ARGV[3], nil)
 if refusal then return redis.error_reply(refusal) end
 if KEYS[5] then redis.call('SADD', KEYS[5], ARGV[3]) end
 if delay > 0 then

@@ -58,13 +58,16 @@ local function store_failure(failed, index, id, record, now, kept)
   end
 end
 
--- Enqueue tenant jobs, one or many for the same tenant (the documented script; see docs/tenants.md).
+-- Enqueue tenant jobs, one or many for the same tenant (the documented script; docs/protocol.md).
 -- KEYS[1] G .. 'ring' (names the group's slot)
 -- KEYS[2] the active set, KEYS[3] the registry of served names (both optional: standalone Redis only)
--- ARGV[1] G, the group's key prefix   ARGV[2] tenant id   ARGV[3] delay in ms (0 = now)
--- ARGV[4] the group's name in the active set ('@<queuePrefix>')   ARGV[5..] job documents
--- Returns how many documents were enqueued; refuses (writing nothing) with BAD_KEYS, BAD_TENANT,
--- BAD_DELAY, TOO_MANY, TOO_LARGE or BAD_DOCUMENT (the latter two name the document's position).
+-- ARGV[1] G, the group's key prefix ('<prefix>:{tenants:<queuePrefix>}:')   ARGV[2] tenant id
+-- ARGV[3] delay: whole ms as digits (0 = now)   ARGV[4] the group's served name, '@<queuePrefix>'
+-- ARGV[5..] job documents (1 to 1000), each with "tenant": ARGV[2] and
+-- "queue": <queuePrefix> .. ARGV[2]
+-- Returns how many documents were enqueued; refuses (writing nothing) with BAD_KEYS, BAD_DELAY,
+-- BAD_TENANT, NO_DOCUMENTS, TOO_MANY, or for a document (naming its position) TOO_LARGE,
+-- BAD_DOCUMENT, BAD_ID, BAD_HANDLER or MISMATCH.
 -- Tenant-group functions, spliced into the scripts that include them (see fairway/queue/scripts.py).
 -- Every key starts with G = '<prefix>:{tenants:<queuePrefix>}:', one hash tag, so one slot; the key
 -- parts (GK) are listed in fairway/queue/keys.py. Tenant ids never contain a tab, so a member
@@ -224,25 +227,53 @@ end
 
 -- The checks the producer scripts make before writing anything, so a refused call writes nothing. Each
 -- returns nil when the input is good, else the error reply's text: a code (the first word, listed in
--- docs/protocol.md), then what was wrong and how to fix it. LIMIT.<name> is a limit from
+-- docs/protocol.md, "Refusals"), then what was wrong and how to fix it. LIMIT.<name> is a limit from
 -- fairway/queue/job.py, spliced in as a literal by the loader.
 
-local function document_refusal(doc)
+-- The document: its size, then its shape, then that its id, handler, queue and tenant fields are
+-- sound and are those of this call (`tenant` nil for a plain queue's job).
+local function document_refusal(doc, queue, tenant)
   if #doc > 524288 then
     return 'TOO_LARGE document is ' .. #doc .. ' bytes, over the ' .. 524288 ..
       '-byte limit: split the work into smaller jobs at dispatch (one per chunk of rows)'
   end
   local ok, parsed = pcall(cjson.decode, doc)
-  if not ok or type(parsed) ~= 'table' or type(parsed.id) ~= 'string' or type(parsed.handler) ~= 'string' then
-    return 'BAD_DOCUMENT the document must be a JSON object with string fields id and handler (docs/protocol.md)'
+  if not ok or type(parsed) ~= 'table' or type(parsed.id) ~= 'string' or type(parsed.handler) ~= 'string'
+      or type(parsed.queue) ~= 'string' then
+    return 'BAD_DOCUMENT the document must be a JSON object with string fields id, handler and queue ' ..
+      '(docs/protocol.md)'
+  end
+  if #parsed.id > 256 or not string.find(parsed.id, '^[%w_%.:%-]+$') then
+    return 'BAD_ID job id ' .. string.format('%q', string.sub(parsed.id, 1, 80)) .. ' is invalid: use 1-' ..
+      256 .. " letters, digits, '_', '.', ':' or '-'"
+  end
+  if #parsed.handler > 200 or not string.find(parsed.handler, '^[%a_][%w_%.:]*$') then
+    return 'BAD_HANDLER handler ' .. string.format('%q', string.sub(parsed.handler, 1, 80)) ..
+      ' is not a handler name: start with a letter or _, then letters, digits, _ . : (at most ' ..
+      200 .. ')'
+  end
+  local doc_tenant = parsed.tenant
+  if doc_tenant == cjson.null then doc_tenant = nil end
+  if parsed.queue ~= queue or doc_tenant ~= tenant then
+    if tenant == nil then
+      return 'MISMATCH the document says queue ' .. string.format('%q', parsed.queue) ..
+        (doc_tenant ~= nil and ' and has a tenant' or '') .. ' but is enqueued to queue ' ..
+        string.format('%q', queue) .. ': set "queue" to it (tenant jobs go through enqueue_tenant)'
+    end
+    return 'MISMATCH the document says queue ' .. string.format('%q', parsed.queue) .. ' and tenant ' ..
+      (doc_tenant ~= nil and string.format('%q', tostring(doc_tenant)) or 'none') .. ' but is enqueued for tenant ' .. string.format('%q', tenant) ..
+      ': set "tenant" to it and "queue" to ' .. string.format('%q', queue)
   end
 end
 
--- A delay in whole ms from 0 to 31622400000; returns the number, or nil and the refusal.
+-- A delay: whole ms written as digits only (no sign, exponent, fraction or hex), from 0 to
+-- 31622400000; returns the number, or nil and the refusal.
 local function read_delay(raw)
-  local delay = tonumber(raw)
-  if delay == nil or delay ~= delay or delay < 0 or delay > 31622400000 or math.floor(delay) ~= delay then
-    return nil, 'BAD_DELAY delay ' .. tostring(raw) .. ' must be whole milliseconds from 0 to ' .. 31622400000
+  raw = raw or ''
+  local delay = string.find(raw, '^%d+$') and #raw <= 12 and tonumber(raw) or nil
+  if delay == nil or delay > 31622400000 then
+    return nil, 'BAD_DELAY delay ' .. string.format('%q', string.sub(raw, 1, 40)) ..
+      ' must be whole milliseconds written as digits, from 0 to ' .. 31622400000
   end
   return delay
 end
@@ -262,20 +293,25 @@ local function tenant_refusal(id)
   end
 end
 
-local G, id = ARGV[1], ARGV[2]
-if KEYS[1] ~= G .. 'ring' or string.sub(ARGV[4] or '', 1, 1) ~= '@' then
+local G, id = ARGV[1] or '', ARGV[2] or ''
+local queue_prefix = string.match(G, '{tenants:([^{}]*)}:$')
+if KEYS[1] ~= G .. 'ring' or queue_prefix == nil or ARGV[4] ~= '@' .. queue_prefix then
   return redis.error_reply('BAD_KEYS KEYS[1] must be ARGV[1] .. ' .. string.format('%q', 'ring') ..
-    ' and ARGV[4] the group name @<queuePrefix> (docs/tenants.md)')
+    ', ARGV[1] end in {tenants:<queuePrefix>}: and ARGV[4] be @<queuePrefix> (docs/protocol.md)')
 end
 local delay, refusal = read_delay(ARGV[3])
 refusal = refusal or tenant_refusal(id)
 if refusal then return redis.error_reply(refusal) end
-if #ARGV - 4 > 1000 then
-  return redis.error_reply('TOO_MANY ' .. (#ARGV - 4) .. ' documents in one call; send at most ' ..
+local count = #ARGV - 4
+if count < 1 then
+  return redis.error_reply('NO_DOCUMENTS the call has no documents; send 1 to ' .. 1000)
+end
+if count > 1000 then
+  return redis.error_reply('TOO_MANY ' .. count .. ' documents in one call; send at most ' ..
     1000 .. ' per call')
 end
 for i = 5, #ARGV do
-  refusal = document_refusal(ARGV[i])
+  refusal = document_refusal(ARGV[i], queue_prefix .. id, id)
   if refusal then return redis.error_reply(refusal .. ' (document ' .. (i - 4) .. ')') end
 end
 local now = now_ms()
@@ -288,4 +324,4 @@ for i = 5, #ARGV do
 end
 if KEYS[3] then redis.call('SADD', KEYS[3], ARGV[4]) end
 if delay <= 0 and KEYS[2] then redis.call('SADD', KEYS[2], ARGV[4]) end
-return #ARGV - 4
+return count
