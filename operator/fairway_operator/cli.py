@@ -5,7 +5,11 @@ imports the operator."""
 from __future__ import annotations
 
 import argparse
+import os
+import socket
 import sys
+import time
+from collections.abc import Mapping
 from typing import Any
 
 from fairway.cli.common import OK, valid_supervisors
@@ -23,6 +27,16 @@ def cmd_render(args: argparse.Namespace) -> int:
     ]
     sys.stdout.write(to_yaml(objects))
     return OK
+
+
+def operator_identity(environ: Mapping[str, str], host: str, pid: int, now_s: float) -> str:
+    """This replica's name in kopf's peering: the pod's name (the chart sets POD_ID from the downward
+    API), else host, pid and start time. kopf's own default starts from the user name, which a
+    numeric uid with no passwd entry (the image's 10001) does not have: it crashed at start-up."""
+    pod = environ.get("POD_ID") or environ.get("POD_NAME")
+    if pod:
+        return pod
+    return f"{host}/{pid}/{time.strftime('%Y%m%d%H%M%S', time.gmtime(now_s))}"
 
 
 def cmd_operator(args: argparse.Namespace) -> int:
@@ -49,6 +63,7 @@ def cmd_operator(args: argparse.Namespace) -> int:
             peering_name=args.peering,
             priority=args.priority,
             liveness_endpoint=args.liveness,
+            identity=operator_identity(os.environ, socket.gethostname(), os.getpid(), time.time()),
             memo=memo,
         )
     )

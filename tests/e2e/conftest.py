@@ -31,7 +31,8 @@ def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     kubeconfig = tmp_path_factory.mktemp("kind") / "kubeconfig"
     request.addfinalizer(lambda: sh("kind", "delete", "cluster", "--name", name, check=False))  # cleanup first
     sh("kind", "create", "cluster", "--name", name, "--kubeconfig", str(kubeconfig), "--wait", "120s", timeout=900)
-    sh("docker", "build", "-t", IMAGE, str(ROOT), timeout=1200)
+    # --network host: a daemon without a bridge (as on this project's machines) has no other network to build on
+    sh("docker", "build", "--network", "host", "-t", IMAGE, str(ROOT), timeout=1200)
     sh("kind", "load", "docker-image", IMAGE, "--name", name, timeout=600)
     c = Cluster(name, kubeconfig)
     sh("kubectl", "--kubeconfig", str(kubeconfig), "create", "namespace", NAMESPACE)

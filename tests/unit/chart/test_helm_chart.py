@@ -21,6 +21,7 @@ EVERY_VALUE: dict[str, Any] = {
     "replicaCount": 2,
     "watchNamespaces": ["shop", "billing"],
     "logLevel": "debug",
+    "healthPort": 8181,
     "redisSecrets": {"names": ["shop-redis", "billing-redis"]},
     "userRoles": {"create": False},
     "resources": {"requests": {"cpu": "100m", "memory": "200Mi"}, "limits": {"memory": "300Mi"}},
@@ -125,7 +126,10 @@ def test_every_value_is_used() -> None:
     assert "--namespace=shop" in container["args"] and "--namespace=billing" in container["args"]
     assert "--peering=shop-peering" in container["args"] and "--log-level=debug" in container["args"]
     assert "--worker-image=registry.example/shop-workers:1.2.3" in container["args"]
-    assert container["env"] == [{"name": "TZ", "value": "UTC"}]
+    pod_id = {"name": "POD_ID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
+    assert container["env"] == [pod_id, {"name": "TZ", "value": "UTC"}]
+    assert "--liveness=http://0.0.0.0:8181/healthz" in container["args"]
+    assert container["ports"][0] == {"name": "health", "containerPort": 8181}
     assert container["resources"]["limits"]["memory"] == "300Mi"
     assert pod["nodeSelector"] == {"pool": "system"} and pod["tolerations"] and pod["affinity"]
     assert pod["serviceAccountName"] == "fairway-operator"

@@ -1,4 +1,5 @@
-"""What can be checked about the image without a Docker engine (none runs here): see docs/deploy.md."""
+"""What can be checked about the Dockerfile without a Docker engine; tests/integration/image builds
+and runs the image where one can run."""
 
 from __future__ import annotations
 
@@ -27,15 +28,32 @@ def instructions() -> list[tuple[str, str]]:
 def stages() -> list[list[tuple[str, str]]]:
     out: list[list[tuple[str, str]]] = []
     for instruction in instructions():
+        if instruction[0] == "ARG" and not out:
+            continue  # the ARGs before the first FROM (the base)
         if instruction[0] == "FROM":
             out.append([])
         out[-1].append(instruction)
     return out
 
 
+def test_the_default_base_is_the_public_slim_python_pinned_by_digest() -> None:
+    (base,) = [rest for word, rest in instructions() if word == "ARG" and rest.startswith("BASE=")]
+    image, _, digest = base.removeprefix("BASE=").partition("@")
+    assert image.startswith("python:3.11") and "slim" in image
+    assert digest.startswith("sha256:") and len(digest) == len("sha256:") + 64
+
+
+def test_dependencies_come_from_the_lock_in_a_layer_before_the_source() -> None:
+    build = [f"{word} {rest}" for word, rest in stages()[0]]
+    lock = build.index("RUN /opt/fairway/bin/pip install --require-hashes -r /src/requirements/runtime.txt")
+    source = next(i for i, line in enumerate(build) if line.startswith("COPY worker"))
+    assert lock < source
+    assert build[-1] == "RUN /opt/fairway/bin/pip install --no-deps --no-build-isolation /src"
+
+
 def test_multi_stage_with_a_slim_base_and_the_venv_copied() -> None:
     build, final = stages()
-    assert build[0][1].startswith("python:3.11-slim") and final[0][1].startswith("python:3.11-slim")
+    assert build[0][1] == "${BASE} AS build" and final[0][1] == "${BASE} AS runtime"
     copies = [rest for word, rest in final if word == "COPY"]
     assert copies == ["--from=build /opt/fairway /opt/fairway"]
     assert not [rest for word, rest in final if word == "RUN"], "no build steps (and no build tools) in the final stage"
