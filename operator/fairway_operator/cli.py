@@ -10,7 +10,7 @@ import socket
 import sys
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from fairway.cli.common import OK, valid_supervisors
 
@@ -63,7 +63,8 @@ def cmd_operator(args: argparse.Namespace) -> int:
             peering_name=args.peering,
             priority=args.priority,
             liveness_endpoint=args.liveness,
-            identity=operator_identity(os.environ, socket.gethostname(), os.getpid(), time.time()),
+            # kopf types it as its private NewType of str; a str is what it is at run time
+            identity=cast(Any, operator_identity(os.environ, socket.gethostname(), os.getpid(), time.time())),
             memo=memo,
         )
     )
