@@ -212,7 +212,8 @@ class Up:
         if not self.quiet:
             print(line, file=self.out, flush=True)
 
-    def table(self) -> str:
+    def table(self, ages: bool = True) -> str:
+        """The live table; `ages=False` leaves the OLDEST column blank (to tell a change from time passing)."""
         lines = []
         # the runtime figures are kept per minute: the last RATE_WINDOW_MIN - 1 whole ones and this one
         covered_min = RATE_WINDOW_MIN - 1 + (time.time() % 60) / 60
@@ -235,7 +236,7 @@ class Up:
                     lines.append(
                         f"  {s.queue:<20} {s.ready:>7} {s.reserved:>8} {s.failed:>6} {run.jobs / covered_min:>8.1f} "
                         f"{duration(None if run.average_ms is None else run.average_ms / 1000):>8} "
-                        f"{processes.get(s.queue, 0):>5} {'yes' if s.paused else 'no':>6} {duration(s.oldest_age_s):>8}"
+                        f"{processes.get(s.queue, 0):>5} {'yes' if s.paused else 'no':>6} {duration(s.oldest_age_s) if ages else '':>8}"
                     )
                 if spec.tenants is not None:
                     figures = sup.inspector.tenant_figures(spec.tenants.queue_prefix)
@@ -266,11 +267,12 @@ class Up:
             return
         if time.monotonic() - self._last_render < LOG_EVERY_S:
             return
-        text = self.table()
+        # What counts as a change: every figure but the oldest job's age, which grows by itself.
+        key, text = self.table(ages=False), self.table()
         self._last_render = time.monotonic()
-        if text == self._last_table:
+        if key == self._last_table:
             return
-        self._last_table = text
+        self._last_table = key
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         self.out.write(f"--- {stamp}\n{text}\n")
         self.out.flush()
