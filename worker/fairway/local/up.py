@@ -233,10 +233,11 @@ class Up:
                 runs = sup.inspector.runs(names, RATE_WINDOW_MIN)
                 for s in sup.inspector.stats(names) if names else []:
                     run = runs[s.queue]
+                    oldest = duration(s.oldest_age_s) if ages else ""
                     lines.append(
                         f"  {s.queue:<20} {s.ready:>7} {s.reserved:>8} {s.failed:>6} {run.jobs / covered_min:>8.1f} "
                         f"{duration(None if run.average_ms is None else run.average_ms / 1000):>8} "
-                        f"{processes.get(s.queue, 0):>5} {'yes' if s.paused else 'no':>6} {duration(s.oldest_age_s) if ages else '':>8}"
+                        f"{processes.get(s.queue, 0):>5} {'yes' if s.paused else 'no':>6} {oldest:>8}"
                     )
                 if spec.tenants is not None:
                     figures = sup.inspector.tenant_figures(spec.tenants.queue_prefix)
