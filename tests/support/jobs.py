@@ -90,3 +90,47 @@ def thread_name(key: str) -> None:
     import threading
 
     _redis().rpush("test:threads", f"{key}:{threading.current_thread().name}")
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise ValueError("this exception cannot be printed")
+
+
+class _Recursive(Exception):
+    def __str__(self) -> str:
+        return str(self)
+
+
+class _SlowToPrint(Exception):
+    def __str__(self) -> str:
+        time.sleep(1.5)  # past the job's timeout: the alarm must be disarmed before anything prints it
+        return "slow to print"
+
+
+@job(name="raise_unprintable")
+def raise_unprintable(kind: str) -> None:
+    """Raises what no handler should be able to kill a worker with."""
+    _redis().rpush("test:started", kind)
+    if kind == "unprintable":
+        raise _Unprintable()
+    if kind == "recursive":
+        raise _Recursive()
+    if kind == "slow_to_print":
+        raise _SlowToPrint()
+    if kind == "exit":
+        import sys
+
+        sys.exit(3)
+    if kind == "keyboard":
+        raise KeyboardInterrupt
+    raise AssertionError(kind)
+
+
+@job(name="report_progress")
+def report_progress(key: str) -> None:
+    """Reports progress (which may fail to be written), then notes it finished."""
+    from fairway import current_job
+
+    current_job().progress(0.5, "half way")
+    _redis().rpush("test:done", key)

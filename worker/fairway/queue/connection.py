@@ -32,6 +32,26 @@ CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
     ConnectionResetError,
 )
 
+# Replies that mean "not now" rather than "wrong": the server is loading, became a replica in a
+# failover, lost its master, lost cluster slots, or is full. A worker treats each as an outage
+# (back off, keep its jobs, settle them when Redis is back), never as a crash.
+OUTAGE_REPLIES = ("LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "OOM")
+_OUTAGE_TYPES: tuple[type[BaseException], ...] = (
+    *CONNECTION_ERRORS,
+    redis.exceptions.ReadOnlyError,
+    redis.exceptions.OutOfMemoryError,
+    redis.exceptions.SlotNotCoveredError,
+)
+OUTAGE_ERRORS: tuple[type[BaseException], ...] = (*_OUTAGE_TYPES, redis.ResponseError)  # narrowed by is_outage
+
+
+def is_outage(exc: BaseException) -> bool:
+    """Whether `exc` (caught as one of OUTAGE_ERRORS) is an outage; any other error reply is a bug,
+    to be raised. redis-py gives some codes a class of their own and leaves others in the text."""
+    if isinstance(exc, _OUTAGE_TYPES):
+        return True
+    return isinstance(exc, redis.ResponseError) and str(exc).split(" ", 1)[0] in OUTAGE_REPLIES
+
 
 _USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^:@/]*)(?::[^@/]*)?@")
 _QUERY_SECRET = re.compile(r"(?i)([?&]password=)[^&]*")

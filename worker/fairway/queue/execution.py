@@ -6,6 +6,7 @@ import asyncio
 import inspect
 import signal
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,41 +33,81 @@ class Attempt:
     @classmethod
     def failed(cls, exc: BaseException) -> Attempt:
         """The handler raised: retried or failed by tries, with the traceback for the failure record.
-        Call it inside the `except` block, where the traceback is the one being handled."""
-        return cls(
-            Outcome.RETRY,
-            f"{type(exc).__name__}: {exc}",
-            {"exception": type(exc).__name__, "message": str(exc), "traceback": traceback.format_exc()},
-        )
+        Total: whatever `exc` is (an exception whose str() raises, a recursion error, SystemExit),
+        this returns an Attempt with a safe description and never raises."""
+        name, message, trace = describe(exc)
+        return cls(Outcome.RETRY, f"{name}: {message}", {"exception": name, "message": message, "traceback": trace})
 
     @classmethod
     def timed_out(cls, timeout_s: float) -> Attempt:
         return cls(Outcome.RETRY, f"JobTimeout: ran past its {timeout_s:g} s timeout")
 
 
+MAX_MESSAGE_CHARS = 2_000  # of an exception's text kept in the failure record (tracebacks: 20,000)
+MAX_TRACEBACK_CHARS = 20_000
+
+
+def describe(exc: BaseException) -> tuple[str, str, str | None]:
+    """(type name, message, traceback) of any exception, each computed so that nothing it calls (a
+    __str__ that raises, a traceback too deep to format) can escape."""
+    try:
+        name = type(exc).__name__
+    except BaseException:
+        name = "BaseException"
+    try:
+        message = str(exc)[:MAX_MESSAGE_CHARS]
+    except BaseException:
+        try:
+            message = f"<{name} whose str() raised; repr: {object.__repr__(exc)}>"
+        except BaseException:
+            message = f"<{name} whose str() raised>"
+    trace: str | None
+    try:
+        trace = "".join(traceback.format_exception(exc))[-MAX_TRACEBACK_CHARS:]
+    except BaseException:  # formatting called the broken str(): the frames, then the safe message
+        try:
+            trace = "".join(traceback.format_tb(exc.__traceback__))[-MAX_TRACEBACK_CHARS:] + f"{name}: {message}\n"
+        except BaseException:
+            trace = None
+    return name, message, trace
+
+
+def outcome_of(exc: BaseException, elapsed_s: float, timeout_s: float) -> Attempt:
+    """What a handler's exception means, for the single-slot path and the pool alike: the timeout
+    (SIGALRM's JobTimeout, or asyncio's cancellation at the deadline) is a timed-out attempt; a
+    TimeoutError of the job's own (a socket's, say) raised before its time was up, and every other
+    exception or BaseException (SystemExit, KeyboardInterrupt in a thread), is a failed attempt."""
+    if isinstance(exc, JobTimeout):
+        return Attempt.timed_out(timeout_s)
+    if isinstance(exc, TimeoutError) and elapsed_s >= timeout_s * 0.99:
+        return Attempt.timed_out(timeout_s)
+    return Attempt.failed(exc)
+
+
 def run_handler(
     func: Callable[..., Any], job: Job, context: JobContext, timeout_s: float, watchdog: Watchdog, kill_grace_s: float
 ) -> Attempt:
     """Call the handler (awaiting it when it is a coroutine); SIGALRM stops it at `timeout_s`, and the
-    watchdog exits the process if it ignores that for `kill_grace_s` more."""
+    watchdog exits the process if it ignores that for `kill_grace_s` more. The alarm is disarmed
+    before anything describes the outcome, so it cannot go off while a failure is being recorded."""
     watchdog.deadline = watchdog.clock() + timeout_s + kill_grace_s
     alarm = threading.current_thread() is threading.main_thread()
+    started = time.perf_counter()
     try:
-        if alarm:
-            signal.setitimer(signal.ITIMER_REAL, timeout_s)
-        token = enter(context)
         try:
-            result = func(*job.args, **job.kwargs)
-            if inspect.iscoroutine(result):
-                asyncio.run(result)
+            if alarm:
+                signal.setitimer(signal.ITIMER_REAL, timeout_s)
+            token = enter(context)
+            try:
+                result = func(*job.args, **job.kwargs)
+                if inspect.iscoroutine(result):
+                    asyncio.run(result)
+            finally:
+                leave(token)
         finally:
-            leave(token)
-        return Attempt(Outcome.OK)
-    except JobTimeout:
-        return Attempt.timed_out(timeout_s)
-    except Exception as exc:
-        return Attempt.failed(exc)
-    finally:
-        if alarm:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-        watchdog.deadline = None
+            if alarm:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            watchdog.deadline = None
+    except BaseException as exc:  # a handler never ends the worker: SystemExit included
+        return outcome_of(exc, time.perf_counter() - started, timeout_s)
+    return Attempt(Outcome.OK)

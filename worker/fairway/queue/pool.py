@@ -21,7 +21,7 @@ from typing import Any
 
 from fairway.queue.calls import Reservation
 from fairway.queue.context import JobContext, enter, leave
-from fairway.queue.execution import Attempt, Outcome
+from fairway.queue.execution import Attempt, Outcome, outcome_of
 from fairway.queue.job import Job
 
 
@@ -82,7 +82,7 @@ class JobPool:
             attempt = Attempt(Outcome.OK)
         except BaseException as exc:  # a job's exception never escapes into the pool
             attempt = self._outcome_of(running, exc)
-        self._report(running, attempt)
+        self._report(running, attempt)  # (describing it is total: the report always happens)
 
     async def _run_async(self, running: Running, func: Callable[..., Any]) -> None:
         job = running.job
@@ -99,12 +99,7 @@ class JobPool:
 
     @staticmethod
     def _outcome_of(running: Running, exc: BaseException) -> Attempt:
-        """wait_for's cancellation at the timeout is a JobTimeout; a TimeoutError of the job's own
-        (a socket's, say) raised before its time was up is an ordinary failure."""
-        elapsed = time.perf_counter() - running.started
-        if isinstance(exc, TimeoutError) and elapsed >= running.timeout_s * 0.99:
-            return Attempt.timed_out(running.timeout_s)
-        return Attempt.failed(exc)
+        return outcome_of(exc, time.perf_counter() - running.started, running.timeout_s)
 
     def _event_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:

@@ -10,7 +10,7 @@ import json
 import logging
 from typing import Any
 
-from fairway.queue.connection import CONNECTION_ERRORS, RedisClient
+from fairway.queue.connection import RedisClient
 from fairway.queue.context import Progress
 from fairway.queue.keys import family_keys
 
@@ -28,9 +28,16 @@ class ProgressBoard:
         key = family_keys(self.prefix, served_name).progress(job_id)
         try:
             self.client.set(key, json.dumps(progress.to_json(), ensure_ascii=False), ex=PROGRESS_TTL_S)
-        except CONNECTION_ERRORS as exc:
-            log.warning("job %s: progress not recorded (Redis unreachable: %s)", job_id, type(exc).__name__)
+        except Exception as exc:  # never into the handler: a progress report is not the job's work
+            log.warning("job %s: progress not recorded (%s: %s)", job_id, type(exc).__name__, _short(exc))
 
     def read(self, served_name: str, job_id: str) -> dict[str, Any] | None:
         raw = self.client.get(family_keys(self.prefix, served_name).progress(job_id))
         return json.loads(raw) if raw is not None else None
+
+
+def _short(exc: BaseException) -> str:
+    try:
+        return str(exc)[:200]
+    except Exception:
+        return "?"

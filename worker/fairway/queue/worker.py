@@ -24,21 +24,22 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 from typing import Any, TextIO
 
-import redis
-
 from fairway.queue.calls import NO_WAIT_BUCKET, Ack, Reservation
-from fairway.queue.connection import CONNECTION_ERRORS
+from fairway.queue.connection import OUTAGE_ERRORS, is_outage
 from fairway.queue.context import JobContext
 from fairway.queue.execution import Attempt, Outcome, run_handler
 from fairway.queue.fetch import POLL_S, Fetcher
-from fairway.queue.figures import RunTally, wait_bucket
+from fairway.queue.figures import wait_bucket
 from fairway.queue.handlers import Registry, UnknownHandler
+from fairway.queue.housekeeping import Housekeeping
 from fairway.queue.job import Job, JobError, check_placement, decode
 from fairway.queue.joblog import Finished, JobLog
+from fairway.queue.ledger import Ledger
 from fairway.queue.lifecycle import HARD_EXIT_CODE, Interrupted, RssProbe, StopSignals, Watchdog
 from fairway.queue.metrics import UNREGISTERED, WorkerMetrics
 from fairway.queue.metrics import serve as serve_metrics
@@ -50,6 +51,7 @@ from fairway.resource.names import effective_weight
 log = logging.getLogger("fairway.worker")
 OUTAGE_BACKOFF_MAX_S = 1.0  # short: a worker is back within about a second of Redis
 RESERVATION_MARGIN_S = 1  # a reservation outlives its job's timeout and kill grace by at least this
+SETTLE_ON_STOP_S = 10.0  # stopping with Redis down: how long finished jobs' outcomes keep being retried
 
 
 class Tick(StrEnum):
@@ -60,6 +62,30 @@ class Tick(StrEnum):
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+class Backoff:
+    """An outage as the worker lives it: logged once when it starts and once when it ends, with a
+    wait that doubles up to OUTAGE_BACKOFF_MAX_S in between."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.since: float | None = None
+        self.wait_s = 0.1
+
+    def failed(self, exc: BaseException, doing: str) -> float:
+        """Seconds to wait before trying again."""
+        if self.since is None:
+            self.since = self.clock()
+            log.error("Redis is unreachable %s (%s: %s); retrying with backoff, nothing is lost", doing,
+                      type(exc).__name__, exc)  # fmt: skip
+        wait, self.wait_s = self.wait_s, min(self.wait_s * 2, OUTAGE_BACKOFF_MAX_S)
+        return wait
+
+    def succeeded(self) -> None:
+        if self.since is not None:
+            log.warning("Redis is reachable again after %.1f s", self.clock() - self.since)
+        self.since, self.wait_s = None, 0.1
 
 
 class Worker:
@@ -86,16 +112,17 @@ class Worker:
         self.metrics = WorkerMetrics(
             registry.names(), lambda: len(self._running) + (self._inline is not None), lambda: self.free_slots
         )
+        self.ledger = Ledger()
+        self.housekeeping = Housekeeping(
+            fetcher, settings.maintenance_interval_s, clock, f"{socket.gethostname()}:{os.getpid()}", self._beat
+        )
         self._running: dict[int, Running] = {}
+        self._to_start: deque[Reservation] = deque()  # reserved, not started yet (an outage interrupted them)
         self._seq = 0
         self._stuck = 0  # slots written off to sync jobs that ran past their timeout
-        self._acks: list[Ack] = []
-        self._runtimes: dict[str, RunTally] = {}
-        self._name = f"{socket.gethostname()}:{os.getpid()}"
         self._jobs_done = 0
         self._started = clock()
-        self._next_maintenance = 0.0
-        self._out_of_memory_since: float | None = None
+        self._busy = True  # the last tick found work: the next idle one runs housekeeping first
 
     @property
     def exit_reason(self) -> str:
@@ -145,49 +172,61 @@ class Worker:
         return 0
 
     def _serve(self) -> None:
-        outage_started: float | None = None
-        backoff = 0.1
+        backoff = Backoff(self.clock)
         while not self.signals.stopping and not self._should_recycle() and not self._stuck:
             try:
                 if self._tick() is Tick.DRAINED:
                     self.signals.reason = "burst: nothing ready or delayed in the served, unpaused queues"
                     break
-                if outage_started is not None:
-                    log.warning("Redis is reachable again after %.1f s", self.clock() - outage_started)
-                    outage_started, backoff = None, 0.1
+                backoff.succeeded()
             except Interrupted:
                 break
-            except CONNECTION_ERRORS as exc:
+            except OUTAGE_ERRORS as exc:
+                if not is_outage(exc):
+                    raise
                 self.metrics.redis_error()
-                if outage_started is None:
-                    outage_started = self.clock()
-                    log.error("Redis is unreachable (%s); retrying with backoff, nothing is lost", exc)
+                wait_s = backoff.failed(exc, "")
                 self.fetcher.forget_registration()  # Redis may have restarted empty
                 with contextlib.suppress(Interrupted):  # a stop during the backoff: the loop ends
-                    self._idle(functools.partial(time.sleep, backoff))
-                backoff = min(backoff * 2, OUTAGE_BACKOFF_MAX_S)
+                    self._idle(functools.partial(time.sleep, wait_s))
 
     def _drain(self) -> None:
-        """Take nothing more; let every running job finish (or time out) and settle it."""
+        """Take nothing more; let every running job finish (or time out) and settle each as it finishes,
+        housekeeping (heartbeats included) going on meanwhile; through an outage, with backoff."""
         if self._stuck and not self.signals.reason:
             self.signals.reason = f"{self._stuck} slot(s) stuck in jobs past their timeout"
-        while self._running:
+        backoff = Backoff(self.clock)
+        give_up_at: float | None = None
+        while self._running or len(self.ledger):
             try:
-                self._collect(self._wait_s())
-            except CONNECTION_ERRORS as exc:  # settle what can be settled; the rest expire and rerun
-                log.error("Redis is unreachable while draining (%s); unsettled jobs run again later", exc)
-                return
+                if self._running:
+                    self._collect(self._wait_s())
+                self.ledger.flush(self._send_acks)
+                if self.housekeeping.due():
+                    self.housekeeping.run()
+                backoff.succeeded()
+            except OUTAGE_ERRORS as exc:
+                if not is_outage(exc):
+                    raise
+                if not self._running:
+                    give_up_at = give_up_at or self.clock() + SETTLE_ON_STOP_S
+                    if self.clock() >= give_up_at:
+                        return  # _shutdown says what is left; those jobs run again once their reservations expire
+                time.sleep(backoff.failed(exc, "while draining"))
 
     def _shutdown(self) -> None:
-        """Flush the last acknowledgements; shutdown paths log and never raise."""
-        if self._acks:
-            try:
-                self.fetcher.reserve(self._acks, 0)
-                self._acks = []
-            except Exception as exc:  # the jobs stay reserved and are handed out again after retry_after
-                log.error("could not acknowledge the last jobs on shutdown: %s", exc)
-        with contextlib.suppress(Exception):
-            self.fetcher.heartbeat(self._name, None)
+        """The last settles and figures, out of the workers hash; shutdown paths log and never raise."""
+        try:
+            self.ledger.flush(self._send_acks)
+        except Exception as exc:
+            log.error(
+                "could not settle %d finished job(s) on shutdown (%s); they run again once their reservations expire",
+                len(self.ledger),
+                exc,
+            )
+        for step in (self.housekeeping.write_runtimes, self.housekeeping.leave):
+            with contextlib.suppress(Exception):
+                step()
         if self.pool is not None:
             self.pool.close()
         self.watchdog.stop()
@@ -222,59 +261,43 @@ class Worker:
 
     def _wanted(self) -> int:
         """Jobs to reserve now: the free slots, never beyond max_jobs."""
-        wanted = self.free_slots
+        wanted = self.free_slots - len(self._to_start)
         if self.settings.max_jobs:
             wanted = min(wanted, self.settings.max_jobs - self._jobs_done - len(self._running))
         return max(0, wanted)
 
     def _tick(self) -> Tick:
-        if self.clock() >= self._next_maintenance:
-            self._maintain()
+        if self.housekeeping.due():
+            self._housekeep()
+        self._start_waiting()
+        self.ledger.write_settles()
         reservations = self._reserve()
-        if not reservations and not self._running:
-            self._maintain()  # going idle: move due jobs and heal the active index before blocking
+        if not reservations and not self._running and self._busy:
+            self._housekeep()  # going idle (once, not on every poll): move due jobs, heal the active index
             reservations = self._reserve()
-        if not reservations and not self._running:
+        self._busy = bool(reservations or self._running)
+        if not self._busy:
             if self.settings.burst and self.fetcher.pending_delayed() == 0:
                 return Tick.DRAINED
             self._wait_for_work()
             return Tick.IDLE
-        for reservation in reservations:
-            self._start(reservation)
+        self._to_start.extend(reservations)
+        self._start_waiting()
         if self._running:
             # Busy: wait for a completion, briefly when slots are free (new work may come), longer
             # when every slot is taken (nothing to do but wait).
             self._collect(self._wait_s() if self.free_slots == 0 else min(POLL_S / 2, self._wait_s()))
+        self.ledger.write_settles()
         return Tick.WORKED
 
-    def _maintain(self) -> None:
-        self._unless_out_of_memory(self.fetcher.refresh)
-        self.fetcher.maintain()
-        if self._runtimes:
-            runtimes, self._runtimes = self._runtimes, {}
-            self._unless_out_of_memory(lambda: self.fetcher.record_runtimes(runtimes, _now_ms()))
-        self._unless_out_of_memory(lambda: self.fetcher.heartbeat(self._name, self._beat()))
-        self._next_maintenance = self.clock() + self.settings.maintenance_interval_s
+    def _housekeep(self) -> None:
+        self.housekeeping.run()
         self._check_memory()
         self.joblog.flush()
 
     def _beat(self) -> dict[str, object]:
         s = self.settings
         return {"served": s.served_names(), "concurrency": s.concurrency, "busy": len(self._running), "at": _now_ms()}
-
-    def _unless_out_of_memory(self, write: Callable[[], Any]) -> None:
-        """A housekeeping write that adds data is skipped while Redis is full (maxmemory, noeviction):
-        draining, which frees memory, goes on; the condition is logged once, and its end once."""
-        try:
-            write()
-        except redis.exceptions.OutOfMemoryError:
-            if self._out_of_memory_since is None:
-                self._out_of_memory_since = self.clock()
-                log.error("Redis is out of memory (maxmemory reached); draining goes on, writes that add data wait")
-            return
-        if self._out_of_memory_since is not None:
-            log.warning("Redis accepts writes again after %.1f s", self.clock() - self._out_of_memory_since)
-            self._out_of_memory_since = None
 
     def _check_memory(self) -> None:
         """Recycle above the memory limit: checked after every job and on the housekeeping timer, so a
@@ -287,32 +310,45 @@ class Worker:
             self.signals.stopping = True
 
     def _reserve(self) -> list[Reservation]:
-        wanted = self._wanted()
-        if wanted == 0 and not self._acks:
+        """Acknowledge what finished and reserve up to the free slots, in one call; the acks leave the
+        ledger only when the call returned."""
+        wanted, acks = self._wanted(), self.ledger.acks
+        if wanted == 0 and not acks:
             return []  # every slot busy and nothing to acknowledge: no round trip
-        acks, self._acks = self._acks, []
         reservations = self.fetcher.reserve(acks, wanted)
+        self.ledger.acked(acks)
         self.metrics.reserve_round_trip(len(reservations))
         return reservations
 
+    def _send_acks(self, acks: Sequence[Ack]) -> None:
+        self.fetcher.reserve(acks, 0)
+
     def _wait_for_work(self) -> None:
-        until_maintenance = self._next_maintenance - self.clock()
         try:
-            self._idle(lambda: self.fetcher.wait_for_work(self.settings.block_for_s, until_maintenance))
+            self._idle(lambda: self.fetcher.wait_for_work(self.settings.block_for_s, self.housekeeping.until_due_s()))
         except Interrupted:
             self.fetcher.abandon_wait()  # the connection was cut mid-read; we are leaving anyway
             raise
 
     def _wait_s(self) -> float:
         """How long to wait for completions: until the next timeout or housekeeping, at most a second."""
-        soonest = min((r.deadline for r in self._running.values()), default=self.clock() + 1.0)
-        return max(0.0, min(soonest, self._next_maintenance, self.clock() + 1.0) - self.clock())
+        now = self.clock()
+        soonest = min((r.deadline for r in self._running.values()), default=now + 1.0)
+        return max(0.0, min(soonest - now, self.housekeeping.until_due_s(), 1.0))
 
     # -- running a job ---------------------------------------------------------------------------
 
     def _describe_inline(self) -> str:
         job = self._inline
         return f"{job.id} ({job.handler})" if job else "?"
+
+    def _start_waiting(self) -> None:
+        """Start the reserved jobs in order; each is started once. Starting one can need Redis (a long
+        job's reservation is extended first): on an outage it and those after it wait for the next
+        tick, still reserved, instead of expiring unstarted."""
+        while self._to_start:
+            self._start(self._to_start[0])
+            self._to_start.popleft()
 
     def _start(self, reservation: Reservation) -> None:
         """Run a reserved job (inline), hand it to the pool, or settle it at once when it cannot run."""
@@ -433,10 +469,7 @@ class Worker:
         self._jobs_done += 1
         wait_s = (started_ms - job.ready_since_ms) / 1000 if job.enqueued_at else None
         self.metrics.job_finished(reservation.queue, job.handler, outcome.value, run_ms / 1000, wait_s)
-        tally = self._runtimes.get(reservation.queue)
-        if tally is None:
-            tally = self._runtimes[reservation.queue] = RunTally()
-        tally.add(run_ms, bucket)
+        self.housekeeping.tally(reservation.queue, run_ms, bucket)
         if self.joblog.fmt != "none":
             self.joblog.finished(
                 Finished(job, reservation, outcome, started_ms, finished_ms, run_ms, attempt.error, seq)
@@ -453,21 +486,24 @@ class Worker:
         return self.fetcher.extend(reservation, needed_ms)
 
     def _settle(self, reservation: Reservation, job: Job, attempt: Attempt, max_tries: int, bucket: int) -> Outcome:
+        """Into the ledger: written to Redis by the next call, and kept until one succeeds."""
         if attempt.outcome is Outcome.OK:
-            self._acks.append((reservation, bucket))
+            self.ledger.ack(reservation, bucket)
             return Outcome.OK
         if attempt.outcome is Outcome.RETRY and reservation.attempts < max_tries:
-            delay_s = self.settings.backoff_for(reservation.attempts)
-            self.fetcher.release(reservation, int(delay_s * 1000), bucket)
+            delay_ms = int(self.settings.backoff_for(reservation.attempts) * 1000)
+            self.ledger.later(reservation, functools.partial(self.fetcher.release, reservation, delay_ms, bucket))
             return Outcome.RETRY
-        self.fetcher.fail(reservation, job.id, _failure_record(reservation, job.id, attempt), bucket)
+        record = _failure_record(reservation, job.id, attempt)
+        self.ledger.later(reservation, functools.partial(self.fetcher.fail, reservation, job.id, record, bucket))
         return Outcome.FAILED
 
     def _fail_malformed(self, reservation: Reservation, error: JobError) -> None:
         """Settled once, under its own id when it has a readable one; the queue moves on."""
         job_id = error.job_id or hashlib.sha1(reservation.payload).hexdigest()
         attempt = Attempt(Outcome.FAILED, f"MalformedJob: {error}")
-        self.fetcher.fail(reservation, job_id, _failure_record(reservation, job_id, attempt))
+        record = _failure_record(reservation, job_id, attempt)
+        self.ledger.later(reservation, functools.partial(self.fetcher.fail, reservation, job_id, record))
         self._jobs_done += 1
         self.metrics.job_finished(reservation.queue, UNREGISTERED, "malformed", 0.0, None)
         self.joblog.malformed(reservation.queue, reservation.tenant, job_id, reservation.attempts, str(error))

@@ -1,0 +1,90 @@
+"""A worker's timer work, once per `maintenance_interval_s` (and once when it goes idle), never per job:
+publish what it serves, move due delayed jobs and expired reservations back to ready, write the
+run-time figures the balancer reads, and beat (the workers hash, for dashboards and process counts).
+
+Writes that only add data (registry, figures, heartbeat) wait while Redis is out of memory; moving
+jobs, which frees memory, goes on. Figures that could not be written are kept for the next tick and
+written at shutdown, so the balancer never reads low because a worker stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import redis
+
+from fairway.queue.fetch import Fetcher
+from fairway.queue.figures import RunTally
+
+log = logging.getLogger("fairway.worker")
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Housekeeping:
+    def __init__(
+        self,
+        fetcher: Fetcher,
+        interval_s: float,
+        clock: Callable[[], float],
+        name: str,
+        beat: Callable[[], dict[str, object]],
+    ) -> None:
+        self.fetcher = fetcher
+        self.interval_s = interval_s
+        self.clock = clock
+        self.name = name  # this process in the workers hash: host:pid
+        self.beat = beat
+        self.next_at = 0.0  # on `clock`: due at once
+        self._runtimes: dict[str, RunTally] = {}
+        self._out_of_memory_since: float | None = None
+
+    def due(self) -> bool:
+        return self.clock() >= self.next_at
+
+    def until_due_s(self) -> float:
+        return max(0.0, self.next_at - self.clock())
+
+    def tally(self, served_name: str, run_ms: float, wait_bucket: int) -> None:
+        """One finished job's run time and wait, added up until the next tick writes them."""
+        tally = self._runtimes.get(served_name)
+        if tally is None:
+            tally = self._runtimes[served_name] = RunTally()
+        tally.add(run_ms, wait_bucket)
+
+    def run(self) -> None:
+        """One tick; an outage propagates (the caller backs off) and the timer still moves on."""
+        self.next_at = self.clock() + self.interval_s
+        self._unless_out_of_memory(self.fetcher.refresh)
+        self.fetcher.maintain()
+        self._unless_out_of_memory(self.write_runtimes)
+        self._unless_out_of_memory(lambda: self.fetcher.heartbeat(self.name, self.beat()))
+
+    def write_runtimes(self) -> None:
+        """The figures gathered since the last write; kept when the write fails."""
+        if self._runtimes:
+            self.fetcher.record_runtimes(self._runtimes, _now_ms())
+            self._runtimes = {}
+
+    def leave(self) -> None:
+        """Out of the workers hash: this process is gone."""
+        self.fetcher.heartbeat(self.name, None)
+
+    def _unless_out_of_memory(self, write: Callable[[], Any]) -> None:
+        """A housekeeping write that adds data is skipped while Redis is full (maxmemory, noeviction):
+        draining, which frees memory, goes on; the condition is logged once, and its end once."""
+        try:
+            write()
+        except redis.exceptions.OutOfMemoryError:
+            if self._out_of_memory_since is None:
+                self._out_of_memory_since = self.clock()
+                log.error("Redis is out of memory (maxmemory reached); draining goes on, writes that add data wait")
+            return
+        if self._out_of_memory_since is not None:
+            log.warning("Redis accepts writes again after %.1f s", self.clock() - self._out_of_memory_since)
+            self._out_of_memory_since = None
