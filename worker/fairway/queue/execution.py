@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import signal
 import threading
@@ -61,15 +62,27 @@ def describe(exc: BaseException) -> tuple[str, str, str | None]:
             message = f"<{name} whose str() raised; repr: {object.__repr__(exc)}>"
         except BaseException:
             message = f"<{name} whose str() raised>"
-    trace: str | None
+    return name, message, _traceback(exc, name, message)
+
+
+def _traceback(exc: BaseException, name: str, message: str) -> str | None:
+    """Python's traceback text, with the message computed once above (str() is never called again:
+    it may be slow, or raise), and the exception it was raised from, as Python prints it."""
     try:
-        trace = "".join(traceback.format_exception(exc))[-MAX_TRACEBACK_CHARS:]
-    except BaseException:  # formatting called the broken str(): the frames, then the safe message
-        try:
-            trace = "".join(traceback.format_tb(exc.__traceback__))[-MAX_TRACEBACK_CHARS:] + f"{name}: {message}\n"
-        except BaseException:
-            trace = None
-    return name, message, trace
+        text = "Traceback (most recent call last):\n" + "".join(traceback.format_tb(exc.__traceback__))
+        text += f"{name}: {message}\n"
+        chained = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+        if chained is not None:
+            with contextlib.suppress(BaseException):
+                link = (
+                    "The above exception was the direct cause of the following exception:"
+                    if exc.__cause__ is not None
+                    else "During handling of the above exception, another exception occurred:"
+                )
+                text = "".join(traceback.format_exception(chained)) + f"\n{link}\n\n" + text
+        return text[-MAX_TRACEBACK_CHARS:]
+    except BaseException:
+        return None
 
 
 def outcome_of(exc: BaseException, elapsed_s: float, timeout_s: float) -> Attempt:
