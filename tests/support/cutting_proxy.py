@@ -6,6 +6,7 @@ in the middle of settling, reproduced on demand."""
 from __future__ import annotations
 
 import contextlib
+import random
 import socket
 import threading
 import time
@@ -27,6 +28,7 @@ class Cut:
     skip: int = 0  # let this many matching requests through first
     times: int = 1  # then cut this many
     after_reply: bool = False  # False: before Redis sees it; True: Redis runs it, the reply is lost
+    probability: float = 1.0  # of cutting each matching request past `skip` (seeded: repeatable)
     seen: int = 0
     cut: int = 0
 
@@ -36,6 +38,7 @@ class CuttingProxy:
         self.upstream_port = upstream_port
         self.port = free_port()
         self.cuts: list[Cut] = []
+        self._rng = random.Random(21)
         self._lock = threading.Lock()
         self._server = socket.create_server(("127.0.0.1", self.port))
         self._stopping = False
@@ -45,8 +48,10 @@ class CuttingProxy:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
-    def cut_when(self, script: str, *, skip: int = 0, times: int = 1, after_reply: bool = False) -> Cut:
-        rule = Cut(script_sha(script), skip, times, after_reply)
+    def cut_when(
+        self, script: str, *, skip: int = 0, times: int = 1, after_reply: bool = False, probability: float = 1.0
+    ) -> Cut:
+        rule = Cut(script_sha(script), skip, times, after_reply, probability)
         with self._lock:
             self.cuts.append(rule)
         return rule
@@ -70,7 +75,7 @@ class CuttingProxy:
             for rule in self.cuts:
                 if rule.needle in data:
                     rule.seen += 1
-                    if rule.seen > rule.skip and rule.cut < rule.times:
+                    if rule.seen > rule.skip and rule.cut < rule.times and self._rng.random() < rule.probability:
                         rule.cut += 1
                         return rule
         return None

@@ -134,3 +134,22 @@ def report_progress(key: str) -> None:
 
     current_job().progress(0.5, "half way")
     _redis().rpush("test:done", key)
+
+
+@job(name="chaos")
+def chaos(key: str, ms: float) -> None:
+    """Notes each run's start and end with the process that ran it, so a test can explain every rerun."""
+    pid = os.getpid()
+    _redis().rpush("test:runs", f"{key}|{pid}|start")
+    time.sleep(ms / 1000)
+    _redis().rpush("test:runs", f"{key}|{pid}|done")
+
+
+@job(name="flaky_chaos")
+def flaky_chaos(key: str) -> None:
+    """`chaos` whose first attempt fails, so retries (releases) happen under the chaos too."""
+    pid = os.getpid()
+    _redis().rpush("test:runs", f"{key}|{pid}|start")
+    if _redis().incr(f"test:flaky:{key}") == 1:
+        raise RuntimeError("the first attempt fails on purpose")
+    _redis().rpush("test:runs", f"{key}|{pid}|done")
