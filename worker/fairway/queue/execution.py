@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from fairway.queue.calls import Reservation
 from fairway.queue.context import JobContext, enter, leave
 from fairway.queue.job import Job
 from fairway.queue.lifecycle import JobTimeout, Watchdog
@@ -124,3 +125,20 @@ def run_handler(
     except BaseException as exc:  # a handler never ends the worker: SystemExit included
         return outcome_of(exc, time.perf_counter() - started, timeout_s)
     return Attempt(Outcome.OK)
+
+
+def failure_record(reservation: Reservation, job_id: str, attempt: Attempt) -> dict[str, Any]:
+    """The failed store's record of an attempt: the one way any path turns an outcome into one."""
+    detail = attempt.detail or {}
+    name, _, message = (attempt.error or "").partition(": ")  # "<Exception>: <message>"
+    return {
+        "id": job_id,
+        "queue": reservation.queue,
+        "tenant": reservation.tenant,
+        "payload": reservation.payload.decode("utf-8", "replace"),
+        "attempts": reservation.attempts,
+        "exception": detail.get("exception") or name,
+        "message": detail.get("message") or message,
+        "traceback": detail.get("traceback"),
+        "failed_at": int(time.time() * 1000),
+    }

@@ -110,3 +110,34 @@ class Watchdog:
                     self.describe(),
                 )
                 os._exit(HARD_EXIT_CODE)
+
+
+OUTAGE_BACKOFF_MAX_S = 1.0  # short: a worker is back within about a second of Redis
+
+
+class Backoff:
+    """An outage as the worker lives it: logged once when it starts and once when it ends, with a
+    wait that doubles up to OUTAGE_BACKOFF_MAX_S in between."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.since: float | None = None
+        self.wait_s = 0.1
+
+    def failed(self, exc: BaseException, doing: str) -> float:
+        """Seconds to wait before trying again."""
+        if self.since is None:
+            self.since = self.clock()
+            log.error(
+                "Redis is unreachable %s (%s: %s); retrying with backoff, nothing is lost",
+                doing,
+                type(exc).__name__,
+                exc,
+            )
+        wait, self.wait_s = self.wait_s, min(self.wait_s * 2, OUTAGE_BACKOFF_MAX_S)
+        return wait
+
+    def succeeded(self) -> None:
+        if self.since is not None:
+            log.warning("Redis is reachable again after %.1f s", self.clock() - self.since)
+        self.since, self.wait_s = None, 0.1

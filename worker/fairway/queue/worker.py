@@ -32,7 +32,7 @@ from typing import Any, TextIO
 from fairway.queue.calls import NO_WAIT_BUCKET, Ack, Reservation
 from fairway.queue.connection import OUTAGE_ERRORS, is_outage
 from fairway.queue.context import JobContext
-from fairway.queue.execution import Attempt, Outcome, run_handler
+from fairway.queue.execution import Attempt, Outcome, failure_record
 from fairway.queue.fetch import POLL_S, Fetcher
 from fairway.queue.figures import wait_bucket
 from fairway.queue.handlers import Registry, UnknownHandler
@@ -40,16 +40,15 @@ from fairway.queue.housekeeping import Housekeeping
 from fairway.queue.job import Job, JobError, check_placement, decode
 from fairway.queue.joblog import Finished, JobLog
 from fairway.queue.ledger import Ledger
-from fairway.queue.lifecycle import HARD_EXIT_CODE, Interrupted, RssProbe, StopSignals, Watchdog
+from fairway.queue.lifecycle import HARD_EXIT_CODE, Backoff, Interrupted, RssProbe, StopSignals
 from fairway.queue.metrics import UNREGISTERED, WorkerMetrics
 from fairway.queue.metrics import serve as serve_metrics
-from fairway.queue.pool import Completion, JobPool, Running
 from fairway.queue.progress import ProgressBoard
+from fairway.queue.runner import Done, Runner, Started
 from fairway.queue.settings import WorkerSettings
 from fairway.resource.names import effective_weight
 
 log = logging.getLogger("fairway.worker")
-OUTAGE_BACKOFF_MAX_S = 1.0  # short: a worker is back within about a second of Redis
 RESERVATION_MARGIN_S = 1  # a reservation outlives its job's timeout and kill grace by at least this
 SETTLE_ON_STOP_S = 10.0  # stopping with Redis down: how long finished jobs' outcomes keep being retried
 
@@ -62,30 +61,6 @@ class Tick(StrEnum):
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-class Backoff:
-    """An outage as the worker lives it: logged once when it starts and once when it ends, with a
-    wait that doubles up to OUTAGE_BACKOFF_MAX_S in between."""
-
-    def __init__(self, clock: Callable[[], float]) -> None:
-        self.clock = clock
-        self.since: float | None = None
-        self.wait_s = 0.1
-
-    def failed(self, exc: BaseException, doing: str) -> float:
-        """Seconds to wait before trying again."""
-        if self.since is None:
-            self.since = self.clock()
-            log.error("Redis is unreachable %s (%s: %s); retrying with backoff, nothing is lost", doing,
-                      type(exc).__name__, exc)  # fmt: skip
-        wait, self.wait_s = self.wait_s, min(self.wait_s * 2, OUTAGE_BACKOFF_MAX_S)
-        return wait
-
-    def succeeded(self) -> None:
-        if self.since is not None:
-            log.warning("Redis is reachable again after %.1f s", self.clock() - self.since)
-        self.since, self.wait_s = None, 0.1
 
 
 class Worker:
@@ -104,22 +79,16 @@ class Worker:
         self.clock = clock
         self.joblog = JobLog(out, settings.log_format)
         self.signals = StopSignals()
-        self._inline: Job | None = None  # the job running in this thread (one slot)
-        self.watchdog = Watchdog(clock, self._describe_inline)
         self.rss = RssProbe()
-        self.pool = JobPool(settings.concurrency) if settings.concurrency > 1 else None
+        self.runner = Runner(settings.concurrency, clock, settings.kill_grace_s)
         self.progress = ProgressBoard(fetcher.client, settings.prefix)
-        self.metrics = WorkerMetrics(
-            registry.names(), lambda: len(self._running) + (self._inline is not None), lambda: self.free_slots
-        )
+        self.metrics = WorkerMetrics(registry.names(), lambda: self.runner.running, lambda: self.free_slots)
         self.ledger = Ledger()
         self.housekeeping = Housekeeping(
             fetcher, settings.maintenance_interval_s, clock, f"{socket.gethostname()}:{os.getpid()}", self._beat
         )
-        self._running: dict[int, Running] = {}
         self._to_start: deque[Reservation] = deque()  # reserved, not started yet (an outage interrupted them)
         self._seq = 0
-        self._stuck = 0  # slots written off to sync jobs that ran past their timeout
         self._jobs_done = 0
         self._started = clock()
         self._busy = True  # the last tick found work: the next idle one runs housekeeping first
@@ -130,7 +99,7 @@ class Worker:
 
     @property
     def free_slots(self) -> int:
-        return self.settings.concurrency - len(self._running) - self._stuck
+        return self.settings.concurrency - self.runner.pooled - self.runner.stuck
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -160,20 +129,20 @@ class Worker:
         if self.settings.metrics_port:
             serve_metrics(self.metrics, self.settings.metrics_port)
         if self.signals.install():
-            self.watchdog.start()
+            self.runner.watchdog.start()
         try:
             self._serve()
             self._drain()
         finally:
             self._shutdown()
             self.signals.restore()
-        if self._stuck:
+        if self.runner.stuck:
             os._exit(HARD_EXIT_CODE)  # a stuck thread must not keep the process alive
         return 0
 
     def _serve(self) -> None:
         backoff = Backoff(self.clock)
-        while not self.signals.stopping and not self._should_recycle() and not self._stuck:
+        while not self.signals.stopping and not self._should_recycle() and not self.runner.stuck:
             try:
                 if self._tick() is Tick.DRAINED:
                     self.signals.reason = "burst: nothing ready or delayed in the served, unpaused queues"
@@ -193,13 +162,13 @@ class Worker:
     def _drain(self) -> None:
         """Take nothing more; let every running job finish (or time out) and settle each as it finishes,
         housekeeping (heartbeats included) going on meanwhile; through an outage, with backoff."""
-        if self._stuck and not self.signals.reason:
-            self.signals.reason = f"{self._stuck} slot(s) stuck in jobs past their timeout"
+        if self.runner.stuck and not self.signals.reason:
+            self.signals.reason = f"{self.runner.stuck} slot(s) stuck in jobs past their timeout"
         backoff = Backoff(self.clock)
         give_up_at: float | None = None
-        while self._running or len(self.ledger):
+        while self.runner.pooled or len(self.ledger):
             try:
-                if self._running:
+                if self.runner.pooled:
                     self._collect(self._wait_s())
                 self.ledger.flush(self._send_acks)
                 if self.housekeeping.due():
@@ -208,7 +177,7 @@ class Worker:
             except OUTAGE_ERRORS as exc:
                 if not is_outage(exc):
                     raise
-                if not self._running:
+                if not self.runner.pooled:
                     give_up_at = give_up_at or self.clock() + SETTLE_ON_STOP_S
                     if self.clock() >= give_up_at:
                         return  # _shutdown says what is left; those jobs run again once their reservations expire
@@ -227,9 +196,7 @@ class Worker:
         for step in (self.housekeeping.write_runtimes, self.housekeeping.leave):
             with contextlib.suppress(Exception):
                 step()
-        if self.pool is not None:
-            self.pool.close()
-        self.watchdog.stop()
+        self.runner.close()
         self.rss.close()
         with contextlib.suppress(Exception):
             self.joblog.flush()
@@ -238,7 +205,7 @@ class Worker:
 
     def _should_recycle(self) -> bool:
         s = self.settings
-        if s.max_jobs and self._jobs_done + len(self._running) >= s.max_jobs:
+        if s.max_jobs and self._jobs_done + self.runner.pooled >= s.max_jobs:
             self.signals.reason = f"max jobs ({s.max_jobs})"
             self.metrics.recycled("max_jobs")
         elif s.max_time_s and self.clock() - self._started >= s.max_time_s:
@@ -263,7 +230,7 @@ class Worker:
         """Jobs to reserve now: the free slots, never beyond max_jobs."""
         wanted = self.free_slots - len(self._to_start)
         if self.settings.max_jobs:
-            wanted = min(wanted, self.settings.max_jobs - self._jobs_done - len(self._running))
+            wanted = min(wanted, self.settings.max_jobs - self._jobs_done - self.runner.pooled)
         return max(0, wanted)
 
     def _tick(self) -> Tick:
@@ -272,10 +239,10 @@ class Worker:
         self._start_waiting()
         self.ledger.write_settles()
         reservations = self._reserve()
-        if not reservations and not self._running and self._busy:
+        if not reservations and not self.runner.pooled and self._busy:
             self._housekeep()  # going idle (once, not on every poll): move due jobs, heal the active index
             reservations = self._reserve()
-        self._busy = bool(reservations or self._running)
+        self._busy = bool(reservations or self.runner.pooled)
         if not self._busy:
             if self.settings.burst and self.fetcher.pending_delayed() == 0:
                 return Tick.DRAINED
@@ -283,7 +250,7 @@ class Worker:
             return Tick.IDLE
         self._to_start.extend(reservations)
         self._start_waiting()
-        if self._running:
+        if self.runner.pooled:
             # Busy: wait for a completion, briefly when slots are free (new work may come), longer
             # when every slot is taken (nothing to do but wait).
             self._collect(self._wait_s() if self.free_slots == 0 else min(POLL_S / 2, self._wait_s()))
@@ -297,7 +264,7 @@ class Worker:
 
     def _beat(self) -> dict[str, object]:
         s = self.settings
-        return {"served": s.served_names(), "concurrency": s.concurrency, "busy": len(self._running), "at": _now_ms()}
+        return {"served": s.served_names(), "concurrency": s.concurrency, "busy": self.runner.running, "at": _now_ms()}
 
     def _check_memory(self) -> None:
         """Recycle above the memory limit: checked after every job and on the housekeeping timer, so a
@@ -333,14 +300,11 @@ class Worker:
     def _wait_s(self) -> float:
         """How long to wait for completions: until the next timeout or housekeeping, at most a second."""
         now = self.clock()
-        soonest = min((r.deadline for r in self._running.values()), default=now + 1.0)
-        return max(0.0, min(soonest - now, self.housekeeping.until_due_s(), 1.0))
+        soonest = self.runner.next_deadline()
+        until = 1.0 if soonest is None else soonest - now
+        return max(0.0, min(until, self.housekeeping.until_due_s(), 1.0))
 
     # -- running a job ---------------------------------------------------------------------------
-
-    def _describe_inline(self) -> str:
-        job = self._inline
-        return f"{job.id} ({job.handler})" if job else "?"
 
     def _start_waiting(self) -> None:
         """Start the reserved jobs in order; each is started once. Starting one can need Redis (a long
@@ -351,11 +315,8 @@ class Worker:
             self._to_start.popleft()
 
     def _start(self, reservation: Reservation) -> None:
-        """Run a reserved job (inline), hand it to the pool, or settle it at once when it cannot run."""
-        started_ms = _now_ms()
-        started = time.perf_counter()
+        """Run a reserved job (here or in the pool), or settle it at once when it must not run."""
         self._seq += 1
-        seq = self._seq
         try:
             job = check_placement(decode(reservation.payload), reservation.queue, reservation.tenant)
         except JobError as exc:
@@ -363,116 +324,78 @@ class Worker:
             return
         max_tries = job.max_tries or self.settings.tries
         timeout = job.timeout or self.settings.timeout_s
-        if reservation.lost >= self.settings.lost_limit:
-            attempt = Attempt(
-                Outcome.FAILED,
-                f"WorkerLost: the job was running when its worker vanished {reservation.lost} times (killed, "
-                "OOM-killed, its node lost, or Redis unreachable past the reservation); it is not run again, "
-                "since it may be what kills its workers. Fix the cause, then `fairway failed retry` it.",
-            )
-        elif reservation.attempts > max_tries:
-            attempt = Attempt(Outcome.FAILED, f"MaxAttemptsExceeded: attempt {reservation.attempts} of {max_tries}")
-        elif not self._reserved_for(reservation, timeout):
+        started = Started(self._seq, reservation, job, timeout, _now_ms(), time.perf_counter())
+        refusal = self._refusal(reservation, max_tries)
+        if refusal is None and not self._reserved_for(reservation, timeout):
             log.warning("job %s was handed out again before it could start here; not running it twice", job.id)
             return
-        else:
+        if refusal is None:
             try:
                 func = self.registry.get(job.handler)
             except UnknownHandler as exc:
-                attempt = Attempt(Outcome.FAILED, f"UnknownHandler: {exc}")
-            else:
-                context = JobContext(
-                    job.id,
-                    job.queue,
-                    job.handler,
-                    job.tenant,
-                    reservation.attempts,
-                    max_tries,
-                    job.enqueued_at,
-                    reservation.queue,
-                    self.progress.report,
-                )
-                if self.pool is not None:
-                    running = Running(
-                        seq,
-                        reservation,
-                        job,
-                        timeout,
-                        started_ms,
-                        started,
-                        self.clock() + timeout,
-                        JobPool.is_async(func),
-                        context,
-                    )
-                    self._running[running.seq] = running
-                    self.pool.submit(running, func)
-                    return
-                self._inline = job
-                try:
-                    attempt = run_handler(func, job, context, timeout, self.watchdog, self.settings.kill_grace_s)
-                finally:
-                    self._inline = None
-        run_ms = (time.perf_counter() - started) * 1000
-        self._finish(reservation, job, attempt, started_ms, _now_ms(), run_ms, seq)
+                refusal = f"UnknownHandler: {exc}"
+        if refusal is not None:
+            self._finish(Done(started, Attempt(Outcome.FAILED, refusal), _now_ms(), 0.0))
+            return
+        context = JobContext(
+            job.id,
+            job.queue,
+            job.handler,
+            job.tenant,
+            reservation.attempts,
+            max_tries,
+            job.enqueued_at,
+            reservation.queue,
+            self.progress.report,
+        )
+        done = self.runner.run(func, started, context)
+        if done is not None:
+            self._finish(done)
+
+    def _refusal(self, reservation: Reservation, max_tries: int) -> str | None:
+        """Why a reserved job must not run (it is failed for good instead), or None."""
+        if reservation.lost >= self.settings.lost_limit:
+            return (
+                f"WorkerLost: the job was running when its worker vanished {reservation.lost} times (killed, "
+                "OOM-killed, its node lost, or Redis unreachable past the reservation); it is not run again, "
+                "since it may be what kills its workers. Fix the cause, then `fairway failed retry` it."
+            )
+        if reservation.attempts > max_tries:
+            return f"MaxAttemptsExceeded: attempt {reservation.attempts} of {max_tries}"
+        return None
 
     def _collect(self, timeout_s: float) -> None:
-        """Settle the jobs the pool finished; settle overdue sync jobs as timed out."""
-        assert self.pool is not None
-        for completion in self.pool.completions(timeout_s):
-            self._complete(completion)
-        now = self.clock()
-        grace = self.settings.kill_grace_s
-        for running in [r for r in self._running.values() if now > r.deadline + (grace if r.is_async else 0)]:
-            # A thread cannot be stopped, and an async job that blocks its loop cannot be cancelled:
-            # settle it as timed out now, write its slot off, and let the process be replaced.
-            del self._running[running.seq]
-            self._stuck += 1
+        """Settle what the pool finished (and overdue sync jobs, as timed out)."""
+        stuck = self.runner.stuck
+        for done in self.runner.collect(timeout_s):
+            self._finish(done)
+        for _ in range(self.runner.stuck - stuck):
             self.metrics.recycled("stuck_job")
-            log.error(
-                "job %s (%s) ran past its %g s timeout and cannot be stopped; its slot is written off and "
-                "this process will exit once its other jobs are settled",
-                running.job.id,
-                running.job.handler,
-                running.timeout_s,
-            )
-            attempt = Attempt.timed_out(running.timeout_s)
-            run_ms = (time.perf_counter() - running.started) * 1000
-            self._finish(running.reservation, running.job, attempt, running.started_ms, _now_ms(), run_ms, running.seq)
 
-    def _complete(self, completion: Completion) -> None:
-        running = self._running.pop(completion.seq, None)
-        if running is None:
-            return  # settled already as timed out: never acknowledged twice
-        self._finish(
-            running.reservation,
-            running.job,
-            completion.attempt,
-            running.started_ms,
-            completion.finished_ms,
-            completion.run_ms,
-            running.seq,
-        )
-
-    def _finish(
-        self,
-        reservation: Reservation,
-        job: Job,
-        attempt: Attempt,
-        started_ms: int,
-        finished_ms: int,
-        run_ms: float,
-        seq: int,
-    ) -> None:
+    def _finish(self, done: Done) -> None:
+        """One finished job: settled (into the ledger), counted, logged; exactly once."""
+        started, attempt = done.started, done.attempt
+        reservation, job = started.reservation, started.job
         max_tries = job.max_tries or self.settings.tries
-        bucket = wait_bucket(started_ms - job.ready_since_ms) if job.enqueued_at else NO_WAIT_BUCKET
+        waited_ms = started.started_ms - job.ready_since_ms
+        bucket = wait_bucket(waited_ms) if job.enqueued_at else NO_WAIT_BUCKET
         outcome = self._settle(reservation, job, attempt, max_tries, bucket)
         self._jobs_done += 1
-        wait_s = (started_ms - job.ready_since_ms) / 1000 if job.enqueued_at else None
-        self.metrics.job_finished(reservation.queue, job.handler, outcome.value, run_ms / 1000, wait_s)
-        self.housekeeping.tally(reservation.queue, run_ms, bucket)
+        wait_s = waited_ms / 1000 if job.enqueued_at else None
+        self.metrics.job_finished(reservation.queue, job.handler, outcome.value, done.run_ms / 1000, wait_s)
+        self.housekeeping.tally(reservation.queue, done.run_ms, bucket)
         if self.joblog.fmt != "none":
             self.joblog.finished(
-                Finished(job, reservation, outcome, started_ms, finished_ms, run_ms, attempt.error, seq)
+                Finished(
+                    job,
+                    reservation,
+                    outcome,
+                    started.started_ms,
+                    done.finished_ms,
+                    done.run_ms,
+                    attempt.error,
+                    started.seq,
+                )
             )
         self._check_memory()
 
@@ -494,7 +417,7 @@ class Worker:
             delay_ms = int(self.settings.backoff_for(reservation.attempts) * 1000)
             self.ledger.later(reservation, functools.partial(self.fetcher.release, reservation, delay_ms, bucket))
             return Outcome.RETRY
-        record = _failure_record(reservation, job.id, attempt)
+        record = failure_record(reservation, job.id, attempt)
         self.ledger.later(reservation, functools.partial(self.fetcher.fail, reservation, job.id, record, bucket))
         return Outcome.FAILED
 
@@ -502,24 +425,8 @@ class Worker:
         """Settled once, under its own id when it has a readable one; the queue moves on."""
         job_id = error.job_id or hashlib.sha1(reservation.payload).hexdigest()
         attempt = Attempt(Outcome.FAILED, f"MalformedJob: {error}")
-        record = _failure_record(reservation, job_id, attempt)
+        record = failure_record(reservation, job_id, attempt)
         self.ledger.later(reservation, functools.partial(self.fetcher.fail, reservation, job_id, record))
         self._jobs_done += 1
         self.metrics.job_finished(reservation.queue, UNREGISTERED, "malformed", 0.0, None)
         self.joblog.malformed(reservation.queue, reservation.tenant, job_id, reservation.attempts, str(error))
-
-
-def _failure_record(reservation: Reservation, job_id: str, attempt: Attempt) -> dict[str, Any]:
-    detail = attempt.detail or {}
-    name, _, message = (attempt.error or "").partition(": ")  # "<Exception>: <message>"
-    return {
-        "id": job_id,
-        "queue": reservation.queue,
-        "tenant": reservation.tenant,
-        "payload": reservation.payload.decode("utf-8", "replace"),
-        "attempts": reservation.attempts,
-        "exception": detail.get("exception") or name,
-        "message": detail.get("message") or message,
-        "traceback": detail.get("traceback"),
-        "failed_at": _now_ms(),
-    }
