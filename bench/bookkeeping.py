@@ -16,13 +16,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from fairway.queue.client import Client
+from fairway.queue.access.client import Client
+from fairway.queue.access.figures import RunTally
 from fairway.queue.connection import connect
-from fairway.queue.context import JobContext, enter, leave
-from fairway.queue.fetch import StandaloneFetcher
-from fairway.queue.figures import RunTally
-from fairway.queue.metrics import WorkerMetrics
-from fairway.queue.settings import WorkerSettings
+from fairway.queue.protocol.context import JobContext, enter, leave
+from fairway.queue.runtime.fetch import StandaloneFetcher
+from fairway.queue.runtime.metrics import WorkerMetrics
+from fairway.queue.runtime.settings import WorkerSettings
 from support.redis_procs import RedisProcess
 
 N = 200_000

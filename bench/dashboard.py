@@ -22,10 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from fairway.queue.client import Client
+from fairway.queue.access.client import Client
+from fairway.queue.access.producer import Producer
 from fairway.queue.connection import connect
-from fairway.queue.job import new_job
-from fairway.queue.producer import Producer
+from fairway.queue.protocol.job import new_job
 from support.redis_procs import RedisProcess, free_port
 from support.workers import run_in_process
 

@@ -29,9 +29,9 @@ sys.path.insert(0, str(ROOT))
 
 import redis  # noqa: E402
 
-from fairway.queue.client import Client  # noqa: E402
-from fairway.queue.figures import percentile  # noqa: E402
-from fairway.queue.job import new_job  # noqa: E402
+from fairway.queue.access.client import Client  # noqa: E402
+from fairway.queue.access.figures import percentile  # noqa: E402
+from fairway.queue.protocol.job import new_job  # noqa: E402
 from support.redis_procs import RedisProcess  # noqa: E402
 
 WORKERS = 4

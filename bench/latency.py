@@ -85,7 +85,7 @@ class Subjects:
         self.env = {**os.environ, "BENCH_REDIS_URL": proxied, "PYTHONPATH": str(ROOT)}
 
     def fairway(self, n: int, jobs: int, sleep: bool) -> tuple[float, float]:
-        from fairway.queue.client import Client
+        from fairway.queue.access.client import Client
 
         self.r.flushdb()
         Client(self.direct).enqueue_many("sleep" if sleep else "noop", [[0.02] if sleep else []] * jobs, queue="q")

@@ -16,8 +16,8 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent / "tests"))
 
-from fairway.queue.client import Client  # noqa: E402
-from fairway.queue.inspector import Inspector  # noqa: E402
+from fairway.queue.access.client import Client  # noqa: E402
+from fairway.queue.access.inspector import Inspector  # noqa: E402
 from support.redis_procs import RedisProcess  # noqa: E402
 
 QUEUES = ("high", "default", "low")

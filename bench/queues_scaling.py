@@ -22,11 +22,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from fairway.queue.access.producer import Producer
 from fairway.queue.connection import RedisClient, connect
-from fairway.queue.fetch import StandaloneFetcher
-from fairway.queue.producer import Producer
-from fairway.queue.scheduling import weighted_order
-from fairway.queue.settings import WorkerSettings
+from fairway.queue.protocol.scheduling import weighted_order
+from fairway.queue.runtime.fetch import StandaloneFetcher
+from fairway.queue.runtime.settings import WorkerSettings
 from support.redis_procs import RedisProcess
 
 WALK_ORDER = """

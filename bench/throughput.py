@@ -75,12 +75,12 @@ def baseline_lpop(url: str, jobs: int) -> float:
 
 def fairway_rate(url: str, jobs: int, concurrency: int = 1) -> float:
     import fairway.builtins  # noqa: F401
-    from fairway.queue.client import Client
+    from fairway.queue.access.client import Client
     from fairway.queue.connection import connect
-    from fairway.queue.fetch import fetcher_for
-    from fairway.queue.handlers import registry
-    from fairway.queue.settings import WorkerSettings
-    from fairway.queue.worker import Worker
+    from fairway.queue.runtime.fetch import fetcher_for
+    from fairway.queue.runtime.handlers import registry
+    from fairway.queue.runtime.settings import WorkerSettings
+    from fairway.queue.runtime.worker import Worker
 
     redis.Redis.from_url(url).flushdb()
     client = Client(url)

@@ -26,9 +26,9 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
-from fairway.queue.client import Client  # noqa: E402
+from fairway.queue.access.client import Client  # noqa: E402
+from fairway.queue.access.figures import percentile  # noqa: E402
 from fairway.queue.connection import connect  # noqa: E402
-from fairway.queue.figures import percentile  # noqa: E402
 from support.redis_procs import RedisCluster, RedisProcess  # noqa: E402
 
 

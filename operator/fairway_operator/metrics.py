@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from fairway.queue.figures import TenantFigures
+from fairway.queue.access.figures import TenantFigures
 from fairway.resource.status import QueueStatus
 
 Key = tuple[str, str]  # (namespace, supervisor)

@@ -19,10 +19,10 @@ from typing import Any
 from kubernetes.client import ApiException
 
 from fairway.plan.load import rebalanced
-from fairway.queue.admin import Admin
+from fairway.queue.access.admin import Admin
+from fairway.queue.access.figures import QueueStats, TenantFigures
+from fairway.queue.access.inspector import Inspector
 from fairway.queue.connection import CONNECTION_ERRORS, RedisClient, connect
-from fairway.queue.figures import QueueStats, TenantFigures
-from fairway.queue.inspector import Inspector
 from fairway.resource.manifests import ValidationReport, validate_spec
 from fairway.resource.spec import QueueSupervisorSpec
 from fairway_operator.desired import DEFAULT_IMAGE, POOL_KEY, PoolChildren, all_objects, desired

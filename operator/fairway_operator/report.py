@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from fairway.plan.pools import Pool, SpecialPool
-from fairway.queue.figures import QueueStats, TenantFigures
+from fairway.queue.access.figures import QueueStats, TenantFigures
 from fairway.resource.manifests import ValidationReport
 from fairway.resource.names import DEFAULT_WEIGHT
 from fairway.resource.status import (

@@ -12,7 +12,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from fairway.queue.scripts import source
+from fairway.queue.protocol.scripts import source
 from support.redis_procs import free_port
 
 

@@ -17,10 +17,10 @@ from typing import Any
 import redis
 
 from fairway.queue.connection import connect
-from fairway.queue.fetch import fetcher_for
-from fairway.queue.handlers import registry
-from fairway.queue.settings import WorkerSettings
-from fairway.queue.worker import Worker
+from fairway.queue.runtime.fetch import fetcher_for
+from fairway.queue.runtime.handlers import registry
+from fairway.queue.runtime.settings import WorkerSettings
+from fairway.queue.runtime.worker import Worker
 
 TESTS = Path(__file__).resolve().parents[1]
 

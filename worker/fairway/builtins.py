@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from fairway.queue.handlers import job
+from fairway.queue.runtime.handlers import job
 
 
 @job(name="noop")

@@ -1,7 +1,7 @@
--- enqueue.lua, complete: generated from fairway/queue/scripts/ by fairway.queue.scripts.source;
+-- enqueue.lua, complete: generated from fairway/queue/protocol/scripts/ by its scripts.source;
 -- do not edit (a test keeps it equal). Call it with EVAL/EVALSHA as docs/protocol.md says.
--- Key parts are fairway/queue/keys.py's table, spliced in as literals by fairway.queue.scripts.
--- Functions every script shares, spliced in by the loader (fairway/queue/scripts.py). In the sources,
+-- Key parts are the table in fairway/queue/protocol/keys.py, spliced in as literals by the loader.
+-- Functions every script shares, spliced in by the loader (fairway/queue/protocol/scripts.py). In the sources,
 -- QK.<part> names a queue's key part and GK.<part> a tenant group's; the loader writes the literal.
 
 -- The Redis server's clock in ms: every deadline and due time is on this one clock.
@@ -68,7 +68,7 @@ end
 -- The checks the producer scripts make before writing anything, so a refused call writes nothing. Each
 -- returns nil when the input is good, else the error reply's text: a code (the first word, listed in
 -- docs/protocol.md, "Refusals"), then what was wrong and how to fix it. LIMIT.<name> is a limit from
--- fairway/queue/job.py, spliced in as a literal by the loader.
+-- fairway/queue/protocol/job.py, spliced in as a literal by the loader.
 
 -- The document: its size, then its shape, then that its id, handler, queue and tenant fields are
 -- sound and are those of this call (`tenant` nil for a plain queue's job).

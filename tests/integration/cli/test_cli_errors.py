@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from fairway.queue.client import Client
-from fairway.queue.producer import Producer
+from fairway.queue.access.client import Client
+from fairway.queue.access.producer import Producer
 
 REDIS_VERBS = [
     ["queues"],

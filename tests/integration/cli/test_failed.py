@@ -7,9 +7,9 @@ import json
 import subprocess
 import sys
 
-from fairway.queue.client import Client
+from fairway.queue.access.client import Client
+from fairway.queue.access.inspector import Inspector
 from fairway.queue.connection import connect
-from fairway.queue.inspector import Inspector
 from support.workers import worker_env
 
 

@@ -10,7 +10,7 @@ import time
 
 import redis
 
-from fairway.queue.client import Client
+from fairway.queue.access.client import Client
 from support.workers import worker_env
 
 

@@ -8,9 +8,9 @@ import subprocess
 import sys
 from collections import Counter
 
-from fairway.queue.client import Client
+from fairway.queue.access.client import Client
+from fairway.queue.access.inspector import Inspector
 from fairway.queue.connection import connect
-from fairway.queue.inspector import Inspector
 from support.workers import job_lines, worker_env
 
 
@@ -85,8 +85,8 @@ def test_admin_refuses_a_tenant_id_that_could_not_be_one_whoever_calls_it(redis_
     """The check is in Admin, so the dashboard's pause button gets it as the CLI does."""
     import pytest
 
-    from fairway.queue.admin import Admin
-    from fairway.queue.job import JobError
+    from fairway.queue.access.admin import Admin
+    from fairway.queue.protocol.job import JobError
 
     admin = Admin(connect(redis_url))
     for bad in ("a:b", "x{y}", "has space"):

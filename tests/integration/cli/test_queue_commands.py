@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from fairway.queue.client import Client
+from fairway.queue.access.client import Client
 from support.workers import job_lines, worker_env
 
 

@@ -24,11 +24,11 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
 import support.jobs  # registers flaky and record, the handlers the in-process workers run
-from fairway.queue.client import Client
+from fairway.queue.access.client import Client
+from fairway.queue.access.inspector import Inspector
+from fairway.queue.access.producer import Producer
 from fairway.queue.connection import connect
-from fairway.queue.inspector import Inspector
-from fairway.queue.job import new_job
-from fairway.queue.producer import Producer
+from fairway.queue.protocol.job import new_job
 from support.redis_procs import free_port
 from support.workers import run_in_process, wait_until, worker_env
 

@@ -23,9 +23,9 @@ import kubernetes
 import pytest
 import yaml
 
-from fairway.queue.client import Client
+from fairway.queue.access.client import Client
+from fairway.queue.access.inspector import Inspector
 from fairway.queue.connection import connect
-from fairway.queue.inspector import Inspector
 from fairway.resource.manifests import validate_document
 from fairway_operator.desired import desired
 from support.image import ROOT, build_image, docker, engine_or_skip, pod_flags

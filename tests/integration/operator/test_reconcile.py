@@ -200,9 +200,9 @@ async def test_an_invalid_spec_is_reported_and_leaves_the_workers_alone(
 async def test_status_shows_queue_depths_from_redis_and_pauses_reach_redis(
     k8s: Emulator, operator: Any, redis_secret: None, redis_url: str
 ) -> None:
-    from fairway.queue.client import Client
+    from fairway.queue.access.client import Client
+    from fairway.queue.access.inspector import Inspector
     from fairway.queue.connection import connect
-    from fairway.queue.inspector import Inspector
 
     Client(redis_url).enqueue_many("noop", [[]] * 7, queue="high")
     await create(supervisor(pausedQueues=["low"]))
@@ -285,7 +285,7 @@ async def test_a_bad_url_in_the_secret_is_reported_and_the_workers_are_still_dep
 async def test_auto_balance_moves_replicas_toward_the_busy_queue(
     k8s: Emulator, operator: Any, redis_secret: None, redis_url: str
 ) -> None:
-    from fairway.queue.client import Client
+    from fairway.queue.access.client import Client
 
     Client(redis_url).enqueue_many("noop", [[]] * 900, queue="high")
     Client(redis_url).enqueue_many("noop", [[]] * 100, queue="low")
@@ -372,7 +372,7 @@ def pick(samples: list[Any], name: str, **labels: str) -> list[Any]:
 async def test_the_operator_exports_queues_top_tenants_and_passes_on_metrics(
     k8s: Emulator, redis_secret: None, redis_url: str
 ) -> None:
-    from fairway.queue.client import Client
+    from fairway.queue.access.client import Client
 
     client = Client(redis_url)
     client.enqueue_many("noop", [[]] * 7, queue="high")

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import redis
 
-from fairway.queue import scripts
-from fairway.queue.client import Client
-from fairway.queue.job import JobError
+from fairway.queue.access.client import Client
+from fairway.queue.protocol import scripts
+from fairway.queue.protocol.job import JobError
 from support import conformance
 
 COMPLETE = Path(scripts.__file__).parent / "scripts" / "complete"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fairway.queue import scripts
+from fairway.queue.protocol import scripts
 
 NODE_CLIENT = Path(__file__).resolve().parents[3] / "clients" / "node"
 FAIRWAY_BIN = Path(sys.executable).with_name("fairway")

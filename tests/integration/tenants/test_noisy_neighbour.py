@@ -6,10 +6,10 @@ import signal
 import time
 from typing import Any
 
-from fairway.queue.client import Client
+from fairway.queue.access.client import Client
+from fairway.queue.access.figures import percentile
+from fairway.queue.access.inspector import Inspector
 from fairway.queue.connection import connect
-from fairway.queue.figures import percentile
-from fairway.queue.inspector import Inspector
 from support.workers import job_lines, start_worker, wait_until
 
 NOISY_JOBS, SMALL_TENANTS, SMALL_JOBS = 5000, 20, 10

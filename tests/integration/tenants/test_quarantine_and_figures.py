@@ -11,11 +11,11 @@ from collections import Counter
 import pytest
 import redis
 
-from fairway.queue.client import Client
+from fairway.queue.access.client import Client
+from fairway.queue.access.inspector import Inspector
+from fairway.queue.access.producer import Producer
 from fairway.queue.connection import connect
-from fairway.queue.inspector import Inspector
-from fairway.queue.job import new_job
-from fairway.queue.producer import Producer
+from fairway.queue.protocol.job import new_job
 from support.workers import run_in_process, worker_env
 
 QUARANTINE = {"max_consecutive_jobs": 5, "quarantine": {"failures": 5, "window_seconds": 2, "sample_rate": 0.1}}

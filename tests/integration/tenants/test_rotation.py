@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 import redis
 
-from fairway.queue.calls import Reservation
-from fairway.queue.client import Client
+from fairway.queue.access.client import Client
+from fairway.queue.access.inspector import Inspector
 from fairway.queue.connection import connect
-from fairway.queue.fetch import StandaloneFetcher
-from fairway.queue.inspector import Inspector
-from fairway.queue.job import JobError, new_job
-from fairway.queue.keys import TenantGroupKeys
-from fairway.queue.settings import WorkerSettings
+from fairway.queue.protocol.calls import Reservation
+from fairway.queue.protocol.job import JobError, new_job
+from fairway.queue.protocol.keys import TenantGroupKeys
+from fairway.queue.runtime.fetch import StandaloneFetcher
+from fairway.queue.runtime.settings import WorkerSettings
 from support.workers import run_in_process
 
 

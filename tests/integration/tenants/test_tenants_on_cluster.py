@@ -6,9 +6,9 @@ import itertools
 
 import pytest
 
-from fairway.queue.client import Client
+from fairway.queue.access.client import Client
+from fairway.queue.access.inspector import Inspector
 from fairway.queue.connection import connect
-from fairway.queue.inspector import Inspector
 from support.workers import job_lines, run_in_process, start_worker
 
 pytestmark = pytest.mark.cluster

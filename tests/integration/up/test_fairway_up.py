@@ -13,9 +13,9 @@ from pathlib import Path
 import redis
 import yaml
 
-from fairway.queue.client import Client
+from fairway.queue.access.client import Client
+from fairway.queue.access.inspector import Inspector
 from fairway.queue.connection import connect
-from fairway.queue.inspector import Inspector
 from support.workers import worker_env
 
 

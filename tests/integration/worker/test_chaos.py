@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from fairway.queue.client import Client
+from fairway.queue.access.client import Client
 from support.cutting_proxy import CuttingProxy
 from support.redis_procs import RedisCluster, RedisProcess
 from support.workers import WorkerProcess, start_worker

@@ -7,11 +7,11 @@ from collections import Counter
 
 import pytest
 
-from fairway.queue.admin import Admin
-from fairway.queue.client import Client
+from fairway.queue.access.admin import Admin
+from fairway.queue.access.client import Client
+from fairway.queue.access.inspector import Inspector
 from fairway.queue.connection import connect, is_cluster
-from fairway.queue.inspector import Inspector
-from fairway.queue.keys import QueueKeys
+from fairway.queue.protocol.keys import QueueKeys
 from support.workers import job_lines, run_in_process, start_worker, wait_until
 
 pytestmark = pytest.mark.cluster

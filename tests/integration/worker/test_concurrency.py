@@ -10,10 +10,10 @@ import time
 from collections import Counter
 from typing import Any
 
-from fairway.queue.client import Client
+from fairway.queue.access.client import Client
+from fairway.queue.access.figures import percentile
+from fairway.queue.access.inspector import Inspector
 from fairway.queue.connection import connect
-from fairway.queue.figures import percentile
-from fairway.queue.inspector import Inspector
 from support.workers import (
     done_keys,
     drain_under_kill_9,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import signal
 import time
 
-from fairway.queue.client import Client
+from fairway.queue.access.client import Client
+from fairway.queue.access.inspector import Inspector
 from fairway.queue.connection import connect
-from fairway.queue.inspector import Inspector
 from support.workers import done_keys, drain_under_kill_9, job_lines, start_worker, started_keys, wait_until
 
 

@@ -12,9 +12,9 @@ import time
 import pytest
 import redis
 
-from fairway.queue.client import Client
+from fairway.queue.access.client import Client
+from fairway.queue.access.inspector import Inspector
 from fairway.queue.connection import connect
-from fairway.queue.inspector import Inspector
 from support.redis_procs import RedisProcess, free_port
 from support.workers import done_keys, job_lines, start_worker, wait_until, worker_env
 

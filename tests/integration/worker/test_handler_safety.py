@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from fairway.queue.client import Client
+from fairway.queue.access.client import Client
+from fairway.queue.access.inspector import Inspector
 from fairway.queue.connection import connect
-from fairway.queue.inspector import Inspector
 from support.workers import done_keys, job_lines, start_worker
 
 KINDS = ["unprintable", "recursive", "slow_to_print", "exit", "keyboard"]

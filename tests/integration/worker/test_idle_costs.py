@@ -11,7 +11,7 @@ from pathlib import Path
 
 import redis
 
-from fairway.queue.client import Client
+from fairway.queue.access.client import Client
 from fairway.queue.connection import connect
 from support.redis_procs import RedisCluster
 from support.workers import done_keys, start_worker, started_keys, wait_until

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import fairway
-from fairway.queue.client import Client
+from fairway.queue.access.client import Client
 from support.workers import run_in_process
 
 SEEN: list[dict[str, Any]] = []
@@ -102,7 +102,7 @@ def test_outside_a_worker_current_job_says_where_it_works() -> None:
 
 
 def test_progress_refuses_a_fraction_outside_0_to_1() -> None:
-    from fairway.queue.context import JobContext, running
+    from fairway.queue.protocol.context import JobContext, running
 
     reports: list[Any] = []
     context = JobContext("j1", "emails", "h", None, 1, 1, 0, "emails", lambda *report: reports.append(report[2]))

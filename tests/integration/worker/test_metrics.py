@@ -9,7 +9,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from fairway.queue.client import Client
+from fairway.queue.access.client import Client
 from fairway.queue.connection import connect
 from support.redis_procs import free_port
 from support.workers import start_worker, wait_until

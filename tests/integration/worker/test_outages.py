@@ -10,9 +10,9 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from fairway.queue.client import Client
+from fairway.queue.access.client import Client
+from fairway.queue.access.inspector import Inspector
 from fairway.queue.connection import connect
-from fairway.queue.inspector import Inspector
 from support.redis_procs import RedisProcess
 from support.workers import done_keys, job_lines, start_worker, started_keys, wait_until
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import redis
 
-from fairway.queue import scripts
+from fairway.queue.access.inspector import Inspector
 from fairway.queue.connection import connect
-from fairway.queue.inspector import Inspector
+from fairway.queue.protocol import scripts
 from support.workers import run_in_process
 
 COMPLETE = Path(scripts.__file__).parent / "scripts" / "complete"

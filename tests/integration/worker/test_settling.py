@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import redis
 
-from fairway.queue.client import Client
+from fairway.queue.access.client import Client
+from fairway.queue.access.inspector import Inspector
 from fairway.queue.connection import connect
-from fairway.queue.inspector import Inspector
-from fairway.queue.scripts import source
+from fairway.queue.protocol.scripts import source
 from support.cutting_proxy import CuttingProxy
 from support.redis_procs import RedisProcess
 from support.workers import done_keys, job_lines, start_worker, started_keys, wait_until

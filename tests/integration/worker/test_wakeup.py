@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from fairway.queue.client import Client
-from fairway.queue.inspector import Inspector
+from fairway.queue.access.client import Client
+from fairway.queue.access.inspector import Inspector
 from support.workers import job_lines, start_worker, wait_until
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from fairway.queue.admin import Admin
-from fairway.queue.client import Client
+from fairway.queue.access.admin import Admin
+from fairway.queue.access.client import Client
 from fairway.queue.connection import connect
 from support.workers import run_in_process
 

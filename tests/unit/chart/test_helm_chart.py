@@ -223,7 +223,7 @@ def exported_names() -> set[str]:
     """Every sample name the worker and the operator expose, as Prometheus writes them."""
     from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 
-    from fairway.queue.metrics import WorkerMetrics
+    from fairway.queue.runtime.metrics import WorkerMetrics
     from fairway_operator.metrics import OperatorMetrics
 
     families = [*WorkerMetrics([], lambda: 0, lambda: 0).collect(), *OperatorMetrics().registry.collect()]

@@ -12,7 +12,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from fairway.queue.settings import WorkerSettings
+from fairway.queue.runtime.settings import WorkerSettings
 from fairway.resource.manifests import validate_document
 from fairway_operator.desired import CONFIG_HASH, all_objects, desired
 

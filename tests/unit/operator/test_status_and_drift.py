@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fairway.plan.pools import Pool, SpecialPool
-from fairway.queue.figures import QueueStats, TenantFigures, quantile_ms
+from fairway.queue.access.figures import QueueStats, TenantFigures, quantile_ms
 from fairway.resource.manifests import validate_spec
 from fairway.resource.status import ConditionType
 from fairway_operator.conditions import set_condition

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fairway.plan.pools import pools
-from fairway.queue.figures import QueueStats, TenantFigures
+from fairway.queue.access.figures import QueueStats, TenantFigures
 from fairway.resource.manifests import validate_spec
 from fairway_operator.report import Observations, PoolObservation, build_status, parse_status
 from support.admission import status_rejections

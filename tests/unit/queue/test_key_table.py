@@ -1,4 +1,4 @@
-"""The Redis key layout has one source, fairway.queue.keys: Python's key names, the Lua scripts' key
+"""The Redis key layout has one source, fairway.queue.protocol.keys: Python's key names, the Lua scripts' key
 parts and the docs' key tables all come from it."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from fairway.queue import scripts
-from fairway.queue.keys import (
+from fairway.queue.protocol import scripts
+from fairway.queue.protocol.keys import (
     GLOBAL_KEYS,
     QUEUE_KEYS,
     TENANT_GROUP_KEYS,

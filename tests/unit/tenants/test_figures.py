@@ -7,7 +7,7 @@ import random
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fairway.queue.figures import (
+from fairway.queue.access.figures import (
     TenantFigures,
     add_minute,
     bucket_lower_ms,
@@ -83,7 +83,7 @@ def test_ranking_by_p99_failures_and_waiting() -> None:
 def test_nearest_rank_percentile_of_exact_waits() -> None:
     import pytest
 
-    from fairway.queue.figures import percentile
+    from fairway.queue.access.figures import percentile
 
     waits = [float(v) for v in range(1, 101)]
     assert (percentile(waits, 0.5), percentile(waits, 0.99), percentile(waits, 1.0)) == (50.0, 99.0, 100.0)

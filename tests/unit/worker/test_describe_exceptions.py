@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from fairway.queue.execution import Attempt, Outcome, describe, outcome_of
-from fairway.queue.lifecycle import JobTimeout
+from fairway.queue.runtime.execution import Attempt, Outcome, describe, outcome_of
+from fairway.queue.runtime.lifecycle import JobTimeout
 
 
 class Unprintable(Exception):

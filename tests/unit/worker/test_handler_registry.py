@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fairway.queue.handlers import Registry, UnknownHandler, job
+from fairway.queue.runtime.handlers import Registry, UnknownHandler, job
 
 
 def test_registered_handler_is_found_by_name() -> None:

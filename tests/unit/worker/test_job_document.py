@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from fairway.queue.job import MAX_DOCUMENT_BYTES, JobError, PayloadTooLarge, check_tenant_id, decode, new_job
+from fairway.queue.protocol.job import MAX_DOCUMENT_BYTES, JobError, PayloadTooLarge, check_tenant_id, decode, new_job
 
 
 def test_round_trip_keeps_every_field() -> None:

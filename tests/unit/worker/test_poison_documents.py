@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fairway.queue.job import MAX_DEPTH, MAX_DOCUMENT_BYTES, Job, JobError, decode, new_job
+from fairway.queue.protocol.job import MAX_DEPTH, MAX_DOCUMENT_BYTES, Job, JobError, decode, new_job
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
@@ -109,8 +109,8 @@ def test_names_with_a_trailing_newline_are_refused() -> None:
 def test_queue_names_with_a_trailing_newline_are_refused_everywhere() -> None:
     from pydantic import ValidationError
 
-    from fairway.queue.client import check_queue
-    from fairway.queue.settings import WorkerSettings
+    from fairway.queue.access.client import check_queue
+    from fairway.queue.runtime.settings import WorkerSettings
     from fairway.resource.manifests import validate_spec
 
     with pytest.raises(JobError, match="queue"):

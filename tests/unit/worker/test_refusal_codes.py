@@ -1,4 +1,4 @@
-"""The protocol's refusal codes are one table (fairway.queue.job.REFUSALS): docs/protocol.md lists it
+"""The protocol's refusal codes are one table (fairway.queue.protocol.job.REFUSALS): docs/protocol.md lists it
 word for word, each code is raised somewhere, and the Node client knows every one."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from fairway.queue.job import REFUSALS
+from fairway.queue.protocol.job import REFUSALS
 
 ROOT = Path(__file__).resolve().parents[3]
-SCRIPTS = ROOT / "worker" / "fairway" / "queue" / "scripts"
+SCRIPTS = ROOT / "worker" / "fairway" / "queue" / "protocol" / "scripts"
 NODE = ROOT / "clients" / "node" / "src"
 
 
@@ -26,7 +26,7 @@ def test_the_docs_table_is_the_code_table() -> None:
 
 def test_each_script_code_is_raised_by_a_script_and_each_producer_code_by_the_python_client() -> None:
     lua = "".join(p.read_text() for p in SCRIPTS.glob("*.lua"))
-    python = "".join(p.read_text() for p in (ROOT / "worker" / "fairway" / "queue").glob("*.py"))
+    python = "".join(p.read_text() for p in (ROOT / "worker" / "fairway" / "queue").rglob("*.py"))
     for code, (who, _) in REFUSALS.items():
         if "script" in who or "enqueue" in who:
             assert re.search(rf"'{code} ", lua), f"{code}: no script refuses with it"

@@ -8,7 +8,7 @@ from collections import Counter
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fairway.queue.scheduling import rank_table, weighted_order
+from fairway.queue.protocol.scheduling import rank_table, weighted_order
 from fairway.resource.names import effective_weight
 
 names = st.lists(st.from_regex(r"[a-z][a-z0-9]{0,6}", fullmatch=True), min_size=1, max_size=12, unique=True)

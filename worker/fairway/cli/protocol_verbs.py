@@ -10,18 +10,19 @@ from fairway.cli.common import OK, UNUSABLE, Verbs
 
 
 def cmd_scripts(args: argparse.Namespace) -> int:
-    from fairway.queue.scripts import PRODUCER_SCRIPTS, complete_source
+    from fairway.queue.protocol.scripts import PRODUCER_SCRIPTS, complete_source
 
     if args.out is None:
         for name in PRODUCER_SCRIPTS:
             sys.stdout.write(complete_source(name))
         return OK
     out = Path(args.out)
+    texts = {name: complete_source(name) for name in PRODUCER_SCRIPTS}  # (read before anything is written)
     try:
         out.mkdir(parents=True, exist_ok=True)
-        for name in PRODUCER_SCRIPTS:
+        for name, text in texts.items():
             path = out / f"{name}.lua"
-            path.write_text(complete_source(name))
+            path.write_text(text)
             print(path)
     except OSError as exc:
         print(f"fairway scripts: cannot write to {out}: {exc.strerror or exc}", file=sys.stderr)

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from fairway.cli.common import INVALID, OK, UNUSABLE, Verbs, add_redis_options
-from fairway.queue.figures import SORTS, duration, timestamp
+from fairway.queue.access.figures import SORTS, duration, timestamp
 from fairway.resource.names import DEFAULT_TENANT_PREFIX
 
 
@@ -23,8 +23,8 @@ def split_queues(text: str) -> list[str]:
 
 
 def cmd_enqueue(args: argparse.Namespace) -> int:
-    from fairway.queue.client import Client
-    from fairway.queue.job import JobError
+    from fairway.queue.access.client import Client
+    from fairway.queue.protocol.job import JobError
 
     try:
         payload = json.loads(args.args) if args.args else []
@@ -67,7 +67,7 @@ def at_least_1(text: str) -> int:
 
 
 def cmd_queues(args: argparse.Namespace) -> int:
-    from fairway.queue.inspector import Inspector
+    from fairway.queue.access.inspector import Inspector
 
     queues = split_queues(args.queues) if args.queues else None
     problems = [p for p in map(check_served_name, queues or []) if p]
@@ -96,7 +96,7 @@ def cmd_queues(args: argparse.Namespace) -> int:
 
 def check_served_name(name: str) -> str | None:
     """Why `name` is neither a queue name nor a tenant group's '@<queuePrefix>', or None."""
-    from fairway.queue.keys import is_group_name
+    from fairway.queue.protocol.keys import is_group_name
     from fairway.resource.names import QUEUE_NAME, QUEUE_NAME_RULE, TENANT_PREFIX
 
     if is_group_name(name):
@@ -117,10 +117,10 @@ def tenant_hint(name: str, known: list[str]) -> str:
 
 
 def cmd_pause(args: argparse.Namespace) -> int:
-    from fairway.queue.admin import Admin
-    from fairway.queue.inspector import Inspector
-    from fairway.queue.job import JobError, check_tenant_id
-    from fairway.queue.keys import served_name_of_group
+    from fairway.queue.access.admin import Admin
+    from fairway.queue.access.inspector import Inspector
+    from fairway.queue.protocol.job import JobError, check_tenant_id
+    from fairway.queue.protocol.keys import served_name_of_group
 
     pausing = args.verb == "pause"
     verb = f"fairway {args.verb}"
@@ -193,8 +193,8 @@ def failed_scope(args: argparse.Namespace, known: list[str]) -> tuple[list[str],
 
 
 def cmd_failed(args: argparse.Namespace) -> int:
-    from fairway.queue.admin import Admin
-    from fairway.queue.inspector import Inspector
+    from fairway.queue.access.admin import Admin
+    from fairway.queue.access.inspector import Inspector
 
     verb = f"fairway failed {args.action}"
     client = _client(args)
@@ -254,8 +254,8 @@ def cmd_failed(args: argparse.Namespace) -> int:
 
 
 def cmd_tenants(args: argparse.Namespace) -> int:
-    from fairway.queue.figures import ranked
-    from fairway.queue.inspector import Inspector
+    from fairway.queue.access.figures import ranked
+    from fairway.queue.access.inspector import Inspector
 
     problem = check_served_name(f"@{args.prefix}")
     if problem:

@@ -59,7 +59,7 @@ def worker_settings(args: argparse.Namespace) -> Any:
     """The config file's settings, overridden by every flag given; validated once, here."""
     from pydantic import ValidationError
 
-    from fairway.queue.settings import WorkerSettings, load_config
+    from fairway.queue.runtime.settings import WorkerSettings, load_config
 
     data: dict[str, Any] = load_config(args.config) if args.config else {}
     flags: dict[str, Any] = {setting: getattr(args, flag) for flag, setting in FLAG_TO_SETTING.items()}
@@ -108,10 +108,10 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     import fairway.builtins  # noqa: F401  (registers noop, sleep, fail)
     from fairway.queue.connection import connect_patiently, redacted
-    from fairway.queue.fetch import fetcher_for
-    from fairway.queue.handlers import load_modules, registry
-    from fairway.queue.joblog import configure_logging
-    from fairway.queue.worker import Worker
+    from fairway.queue.runtime.fetch import fetcher_for
+    from fairway.queue.runtime.handlers import load_modules, registry
+    from fairway.queue.runtime.joblog import configure_logging
+    from fairway.queue.runtime.worker import Worker
 
     try:
         settings = worker_settings(args)

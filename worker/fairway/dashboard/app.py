@@ -21,10 +21,10 @@ from aiohttp import web
 
 from fairway.dashboard import views
 from fairway.dashboard.data import Board
+from fairway.queue.access.figures import SORTS
 from fairway.queue.connection import CONNECTION_ERRORS, RedisClient, redacted
-from fairway.queue.figures import SORTS
-from fairway.queue.job import JobError
-from fairway.queue.keys import is_group_name
+from fairway.queue.protocol.job import JobError
+from fairway.queue.protocol.keys import is_group_name
 from fairway.resource.names import DEFAULT_TENANT_PREFIX
 
 TENANT_ROWS = 200  # tenants listed per page, worst first

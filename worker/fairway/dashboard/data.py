@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fairway.queue.admin import Admin
+from fairway.queue.access.admin import Admin
+from fairway.queue.access.figures import FailedJob, QueueStats, TenantFigures, ranked
+from fairway.queue.access.inspector import Inspector, Runs
 from fairway.queue.connection import RedisClient
-from fairway.queue.figures import FailedJob, QueueStats, TenantFigures, ranked
-from fairway.queue.inspector import Inspector, Runs
-from fairway.queue.keys import TenantGroupKeys, family_keys, is_group_name
+from fairway.queue.protocol.keys import TenantGroupKeys, family_keys, is_group_name
 
 RATE_MINUTES = 5  # throughput and average run time: this minute and the four before
 

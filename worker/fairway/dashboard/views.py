@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import urlencode
 
-from fairway.queue.figures import FailedJob, TenantFigures, duration, timestamp
+from fairway.queue.access.figures import FailedJob, TenantFigures, duration, timestamp
 
 NAV = (("/", "Overview"), ("/tenants", "Tenants"), ("/failed", "Failed jobs"))
 

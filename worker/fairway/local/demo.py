@@ -16,8 +16,8 @@ from typing import Any, TextIO
 
 from fairway.local.embedded import EmbeddedRedis
 from fairway.local.up import Up
-from fairway.queue.client import Client
-from fairway.queue.figures import percentile
+from fairway.queue.access.client import Client
+from fairway.queue.access.figures import percentile
 from fairway.resource.spec import QueueSupervisorSpec
 
 NOISY_JOBS, QUIET_TENANTS, QUIET_JOBS, JOB_S = 3000, 20, 10, 0.002

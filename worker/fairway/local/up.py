@@ -25,11 +25,11 @@ from typing import IO, Any, TextIO
 from fairway.plan.load import rebalanced
 from fairway.plan.pools import Pool, initial_replicas, pools
 from fairway.plan.worker_config import worker_settings
-from fairway.queue.admin import Admin
+from fairway.queue.access.admin import Admin
+from fairway.queue.access.figures import duration
+from fairway.queue.access.inspector import Inspector
 from fairway.queue.connection import CONNECTION_ERRORS, connect, redacted
-from fairway.queue.figures import duration
-from fairway.queue.inspector import Inspector
-from fairway.queue.keys import served_name_of_group
+from fairway.queue.protocol.keys import served_name_of_group
 from fairway.resource.names import REDIS_URL_ENV
 from fairway.resource.plain import yaml_text
 from fairway.resource.spec import QueueSupervisorSpec

@@ -6,9 +6,9 @@ from collections.abc import Mapping, Sequence
 
 from fairway.plan.balancing import Limits, PoolLoad, pool_load, rebalance
 from fairway.plan.pools import pools
-from fairway.queue.figures import QueueStats, TenantFigures
-from fairway.queue.inspector import Inspector
-from fairway.queue.keys import served_name_of_group
+from fairway.queue.access.figures import QueueStats, TenantFigures
+from fairway.queue.access.inspector import Inspector
+from fairway.queue.protocol.keys import served_name_of_group
 from fairway.resource.spec import QueueSupervisorSpec
 
 FIGURES_WINDOW_S = 3600  # tenants active within the last hour count toward the group's backlog

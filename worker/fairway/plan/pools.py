@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from fairway.queue.keys import served_name_of_group
+from fairway.queue.protocol.keys import served_name_of_group
 from fairway.resource.spec import QueueSupervisorSpec
 
 

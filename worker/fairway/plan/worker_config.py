@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from fairway.plan.pools import Pool
-from fairway.queue.settings import WorkerSettings
+from fairway.queue.runtime.settings import WorkerSettings
 from fairway.resource.spec import QueueSupervisorSpec
 
 # spec field (snake_case of the CRD's camelCase) -> WorkerSettings field

@@ -7,12 +7,12 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from fairway.queue import calls
+from fairway.queue.access.figures import FailedJob
+from fairway.queue.access.producer import Producer
 from fairway.queue.connection import RedisClient, is_cluster
-from fairway.queue.figures import FailedJob
-from fairway.queue.job import JobError, check_tenant_id
-from fairway.queue.keys import DEFAULT_PREFIX, QueueKeys, TenantGroupKeys, family_keys
-from fairway.queue.producer import Producer
+from fairway.queue.protocol import calls
+from fairway.queue.protocol.job import JobError, check_tenant_id
+from fairway.queue.protocol.keys import DEFAULT_PREFIX, QueueKeys, TenantGroupKeys, family_keys
 
 
 @dataclass

@@ -18,14 +18,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
-from fairway.queue import calls
-from fairway.queue.calls import NO_WAIT_BUCKET, Ack, Reservation, ScriptCall, TenantGroup
+from fairway.queue.access.figures import RunTally
+from fairway.queue.access.producer import Producer
 from fairway.queue.connection import RedisClient, is_cluster
-from fairway.queue.figures import RunTally
-from fairway.queue.keys import GlobalKeys, QueueKeys, family_keys
-from fairway.queue.producer import Producer
-from fairway.queue.scheduling import rank_table, weighted_order
-from fairway.queue.settings import WorkerSettings
+from fairway.queue.protocol import calls
+from fairway.queue.protocol.calls import NO_WAIT_BUCKET, Ack, Reservation, ScriptCall, TenantGroup
+from fairway.queue.protocol.keys import GlobalKeys, QueueKeys, family_keys
+from fairway.queue.protocol.scheduling import rank_table, weighted_order
+from fairway.queue.runtime.settings import WorkerSettings
 
 POLL_S = 0.1  # idle polling interval where one blocking read is impossible (cluster) or not wanted
 SERVED_SET_TTL_S = 86_400  # a served set outlives its workers by a day; every refresh renews it

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, overload
 
-from fairway.queue.job import HANDLER_PATTERN
+from fairway.queue.protocol.job import HANDLER_PATTERN
 
 Handler = Callable[..., Any]
 F = TypeVar("F", bound=Handler)

@@ -29,24 +29,23 @@ from collections.abc import Callable, Sequence
 from enum import StrEnum
 from typing import Any, TextIO
 
-from fairway.queue.calls import NO_WAIT_BUCKET, Ack, Reservation
+from fairway.queue.access.figures import wait_bucket
+from fairway.queue.access.progress import ProgressBoard
 from fairway.queue.connection import OUTAGE_ERRORS, is_outage
-from fairway.queue.context import JobContext
-from fairway.queue.execution import Attempt, Outcome, failure_record
-from fairway.queue.fetch import POLL_S, Fetcher
-from fairway.queue.figures import wait_bucket
-from fairway.queue.handlers import Registry, UnknownHandler
-from fairway.queue.housekeeping import Housekeeping
-from fairway.queue.job import Job, JobError, check_placement, decode
-from fairway.queue.joblog import Finished, JobLog
-from fairway.queue.ledger import Ledger
-from fairway.queue.lifecycle import HARD_EXIT_CODE, Backoff, Interrupted, RssProbe, StopSignals
-from fairway.queue.metrics import UNREGISTERED, WorkerMetrics
-from fairway.queue.metrics import serve as serve_metrics
-from fairway.queue.progress import ProgressBoard
-from fairway.queue.runner import Done, Runner, Started
-from fairway.queue.settings import WorkerSettings
-from fairway.resource.names import effective_weight
+from fairway.queue.protocol.calls import NO_WAIT_BUCKET, Ack, Reservation
+from fairway.queue.protocol.context import JobContext
+from fairway.queue.protocol.job import Job, JobError, check_placement, decode
+from fairway.queue.runtime.execution import Attempt, Outcome, failure_record, refusal_of
+from fairway.queue.runtime.fetch import POLL_S, Fetcher
+from fairway.queue.runtime.handlers import Registry, UnknownHandler
+from fairway.queue.runtime.housekeeping import Housekeeping
+from fairway.queue.runtime.joblog import Finished, JobLog
+from fairway.queue.runtime.ledger import Ledger
+from fairway.queue.runtime.lifecycle import HARD_EXIT_CODE, Backoff, Interrupted, RssProbe, StopSignals
+from fairway.queue.runtime.metrics import UNREGISTERED, WorkerMetrics
+from fairway.queue.runtime.metrics import serve as serve_metrics
+from fairway.queue.runtime.runner import Done, Runner, Started
+from fairway.queue.runtime.settings import WorkerSettings
 
 log = logging.getLogger("fairway.worker")
 RESERVATION_MARGIN_S = 1  # a reservation outlives its job's timeout and kill grace by at least this
@@ -107,20 +106,8 @@ class Worker:
         self.signals.stopping = True
 
     def banner(self) -> str:
-        """What this process serves, said once at start (the Redis URL with its password masked)."""
-        s = self.settings
-        weights = s.served_weights()
-        queues = ", ".join(f"{q}(weight {effective_weight(weights.get(q))})" if weights else q for q in s.queues)
-        order = "weighted" if weights else "strict left-to-right"
-        parts = [f"queues {queues or '-'} ({order})"]
-        if s.paused:
-            parts.append(f"paused {', '.join(s.paused)}")
-        if s.tenants is not None:
-            t = s.tenants
-            parts.append(f"tenant group {t.queue_prefix}* (K {t.max_consecutive_jobs}, weight {t.weight or 1})")
-        parts.append(f"handlers {', '.join(self.registry.names())}")
-        parts.append(f"concurrency {s.concurrency}")
-        return "; ".join(parts)
+        """What this process serves, said once at start."""
+        return self.settings.describe(self.registry.names())
 
     def run(self) -> int:
         """Serve until stopped, recycled or (with --burst) drained: 0. With slots written off to stuck
@@ -325,7 +312,7 @@ class Worker:
         max_tries = job.max_tries or self.settings.tries
         timeout = job.timeout or self.settings.timeout_s
         started = Started(self._seq, reservation, job, timeout, _now_ms(), time.perf_counter())
-        refusal = self._refusal(reservation, max_tries)
+        refusal = refusal_of(reservation, max_tries, self.settings.lost_limit)
         if refusal is None and not self._reserved_for(reservation, timeout):
             log.warning("job %s was handed out again before it could start here; not running it twice", job.id)
             return
@@ -351,18 +338,6 @@ class Worker:
         done = self.runner.run(func, started, context)
         if done is not None:
             self._finish(done)
-
-    def _refusal(self, reservation: Reservation, max_tries: int) -> str | None:
-        """Why a reserved job must not run (it is failed for good instead), or None."""
-        if reservation.lost >= self.settings.lost_limit:
-            return (
-                f"WorkerLost: the job was running when its worker vanished {reservation.lost} times (killed, "
-                "OOM-killed, its node lost, or Redis unreachable past the reservation); it is not run again, "
-                "since it may be what kills its workers. Fix the cause, then `fairway failed retry` it."
-            )
-        if reservation.attempts > max_tries:
-            return f"MaxAttemptsExceeded: attempt {reservation.attempts} of {max_tries}"
-        return None
 
     def _collect(self, timeout_s: float) -> None:
         """Settle what the pool finished (and overdue sync jobs, as timed out)."""

@@ -10,8 +10,8 @@ import logging
 from dataclasses import dataclass
 from typing import Literal, TextIO
 
-from fairway.queue.calls import Reservation
-from fairway.queue.job import Job
+from fairway.queue.protocol.calls import Reservation
+from fairway.queue.protocol.job import Job
 
 LogFormat = Literal["text", "json", "none"]
 TEXT_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"

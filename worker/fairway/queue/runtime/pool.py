@@ -4,7 +4,7 @@ handlers on one asyncio event loop (in its own thread), N at a time between them
 The worker's main thread keeps everything that talks to Redis; jobs only report back through a
 queue of completions, so a job is settled (acknowledged, released or failed) exactly once, by one
 thread. An async job past its timeout is cancelled; a thread cannot be killed, so the worker settles
-an overdue sync job as timed out itself and writes its slot off (see fairway.queue.worker).
+an overdue sync job as timed out itself and writes its slot off (see fairway.queue.runtime.worker).
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from fairway.queue.calls import Reservation
-from fairway.queue.context import JobContext, enter, leave
-from fairway.queue.execution import Attempt, Outcome, outcome_of
-from fairway.queue.job import Job
+from fairway.queue.protocol.calls import Reservation
+from fairway.queue.protocol.context import JobContext, enter, leave
+from fairway.queue.protocol.job import Job
+from fairway.queue.runtime.execution import Attempt, Outcome, outcome_of
 
 
 @dataclass

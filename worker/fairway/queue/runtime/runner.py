@@ -15,12 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from fairway.queue.calls import Reservation
-from fairway.queue.context import JobContext
-from fairway.queue.execution import Attempt, run_handler
-from fairway.queue.job import Job
-from fairway.queue.lifecycle import Watchdog
-from fairway.queue.pool import Completion, JobPool, Running
+from fairway.queue.protocol.calls import Reservation
+from fairway.queue.protocol.context import JobContext
+from fairway.queue.protocol.job import Job
+from fairway.queue.runtime.execution import Attempt, run_handler
+from fairway.queue.runtime.lifecycle import Watchdog
+from fairway.queue.runtime.pool import Completion, JobPool, Running
 
 log = logging.getLogger("fairway.worker")
 

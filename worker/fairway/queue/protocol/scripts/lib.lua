@@ -1,4 +1,4 @@
--- Functions every script shares, spliced in by the loader (fairway/queue/scripts.py). In the sources,
+-- Functions every script shares, spliced in by the loader (fairway/queue/protocol/scripts.py). In the sources,
 -- QK.<part> names a queue's key part and GK.<part> a tenant group's; the loader writes the literal.
 
 -- The Redis server's clock in ms: every deadline and due time is on this one clock.

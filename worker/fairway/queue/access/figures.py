@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from fairway.queue.job import JobError, decode
+from fairway.queue.protocol.job import JobError, decode
 
 
 @dataclass(frozen=True)

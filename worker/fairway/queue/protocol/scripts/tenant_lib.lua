@@ -1,10 +1,10 @@
--- Tenant-group functions, spliced into the scripts that include them (see fairway/queue/scripts.py).
+-- Tenant-group functions, spliced into the scripts that include them (see fairway/queue/protocol/scripts.py).
 -- Every key starts with G = '<prefix>:{tenants:<queuePrefix>}:', one hash tag, so one slot; the key
--- parts (GK) are listed in fairway/queue/keys.py. Tenant ids never contain a tab, so a member
+-- parts (GK) are listed in fairway/queue/protocol/keys.py. Tenant ids never contain a tab, so a member
 -- '<id>\t<document>' splits unambiguously.
 
 -- The tenant group's settings, passed by every script that needs them as five ARGV entries in this
--- order (fairway/queue/scripts.py builds them): G, max_consecutive_jobs, quarantine_failures,
+-- order (fairway/queue/protocol/scripts.py builds them): G, max_consecutive_jobs, quarantine_failures,
 -- quarantine_window_ms, quarantine_sample_rate.
 local function read_group(argv, first)
   return {

@@ -12,7 +12,7 @@
 -- reserve_one.lua). Candidates are the served names in the active set, so queues without work cost
 -- nothing. Each job is drawn on its own, by the same rule as one job at a time: a weighted draw
 -- among the candidates serves what the first non-empty queue of a fresh weighted order would (see
--- fairway/queue/scheduling.py), strict mode takes the lowest rank, and the tenant ring pops with its
+-- fairway/queue/protocol/scheduling.py), strict mode takes the lowest rank, and the tenant ring pops with its
 -- K in a row and its quarantine lane. The weights hash holds every served name's effective weight
 -- (written with the set, in one transaction).
 -- Returns a flat array, five entries per job reserved: served name, document, attempts, tenant (or

@@ -9,12 +9,19 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fairway.queue import calls
+from fairway.queue.access.figures import FailedJob, QueueStats, TenantFigures, add_minute, quantile_ms
 from fairway.queue.connection import RedisClient
-from fairway.queue.figures import FailedJob, QueueStats, TenantFigures, add_minute, quantile_ms
-from fairway.queue.job import JobError, decode
-from fairway.queue.keys import DEFAULT_PREFIX, GlobalKeys, QueueKeys, TenantGroupKeys, family_keys, is_group_name
-from fairway.queue.scripts import Scripts
+from fairway.queue.protocol import calls
+from fairway.queue.protocol.job import JobError, decode
+from fairway.queue.protocol.keys import (
+    DEFAULT_PREFIX,
+    GlobalKeys,
+    QueueKeys,
+    TenantGroupKeys,
+    family_keys,
+    is_group_name,
+)
+from fairway.queue.protocol.scripts import Scripts
 
 TENANTS_FORGOTTEN_AFTER_MS = 3_600_000  # a tenant quiet for an hour leaves the tenant list
 _PAGE = 500  # failure records read per round trip
@@ -207,7 +214,7 @@ class Inspector:
 class Runs:
     jobs: int
     total_ms: float
-    waits: dict[int, int] = field(default_factory=dict)  # wait bucket -> jobs (fairway.queue.figures)
+    waits: dict[int, int] = field(default_factory=dict)  # wait bucket -> jobs (fairway.queue.access.figures)
 
     @property
     def average_ms(self) -> float | None:

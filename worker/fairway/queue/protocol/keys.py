@@ -90,7 +90,7 @@ class _Part:
 def lua_prelude() -> str:
     """The comment that heads every script: where its key parts (written `QK.ready`, `GK.ring` in the
     sources, replaced by the loader with the literal part) come from."""
-    return "-- Key parts are fairway/queue/keys.py's table, spliced in as literals by fairway.queue.scripts."
+    return "-- Key parts are the table in fairway/queue/protocol/keys.py, spliced in as literals by the loader."
 
 
 @dataclass(frozen=True)

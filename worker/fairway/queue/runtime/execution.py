@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from fairway.queue.calls import Reservation
-from fairway.queue.context import JobContext, enter, leave
-from fairway.queue.job import Job
-from fairway.queue.lifecycle import JobTimeout, Watchdog
+from fairway.queue.protocol.calls import Reservation
+from fairway.queue.protocol.context import JobContext, enter, leave
+from fairway.queue.protocol.job import Job
+from fairway.queue.runtime.lifecycle import JobTimeout, Watchdog
 
 
 class Outcome(StrEnum):
@@ -142,3 +142,16 @@ def failure_record(reservation: Reservation, job_id: str, attempt: Attempt) -> d
         "traceback": detail.get("traceback"),
         "failed_at": int(time.time() * 1000),
     }
+
+
+def refusal_of(reservation: Reservation, max_tries: int, lost_limit: int) -> str | None:
+    """Why a reserved job must not run (it is failed for good instead), or None."""
+    if reservation.lost >= lost_limit:
+        return (
+            f"WorkerLost: the job was running when its worker vanished {reservation.lost} times (killed, "
+            "OOM-killed, its node lost, or Redis unreachable past the reservation); it is not run again, "
+            "since it may be what kills its workers. Fix the cause, then `fairway failed retry` it."
+        )
+    if reservation.attempts > max_tries:
+        return f"MaxAttemptsExceeded: attempt {reservation.attempts} of {max_tries}"
+    return None

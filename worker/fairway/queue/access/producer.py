@@ -7,12 +7,12 @@ from contextlib import contextmanager
 
 import redis
 
-from fairway.queue import calls
 from fairway.queue.connection import RedisClient, is_cluster
-from fairway.queue.job import MAX_DOCUMENTS_PER_CALL as BATCH
-from fairway.queue.job import REFUSALS, JobError
-from fairway.queue.keys import DEFAULT_PREFIX, GlobalKeys, QueueKeys, TenantGroupKeys
-from fairway.queue.scripts import Scripts
+from fairway.queue.protocol import calls
+from fairway.queue.protocol.job import MAX_DOCUMENTS_PER_CALL as BATCH
+from fairway.queue.protocol.job import REFUSALS, JobError
+from fairway.queue.protocol.keys import DEFAULT_PREFIX, GlobalKeys, QueueKeys, TenantGroupKeys
+from fairway.queue.protocol.scripts import Scripts
 
 
 @contextmanager

@@ -16,8 +16,8 @@ from typing import Any
 
 import redis
 
-from fairway.queue.fetch import Fetcher
-from fairway.queue.figures import RunTally
+from fairway.queue.access.figures import RunTally
+from fairway.queue.runtime.fetch import Fetcher
 
 log = logging.getLogger("fairway.worker")
 

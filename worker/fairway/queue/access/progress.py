@@ -11,8 +11,8 @@ import logging
 from typing import Any
 
 from fairway.queue.connection import RedisClient
-from fairway.queue.context import Progress
-from fairway.queue.keys import family_keys
+from fairway.queue.protocol.context import Progress
+from fairway.queue.protocol.keys import family_keys
 
 PROGRESS_TTL_S = 86_400
 log = logging.getLogger("fairway.worker")

@@ -15,8 +15,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from fairway.queue.keys import DEFAULT_PREFIX, served_name_of_group
-from fairway.resource.names import QUEUE_NAME, QUEUE_NAME_RULE
+from fairway.queue.protocol.keys import DEFAULT_PREFIX, served_name_of_group
+from fairway.resource.names import QUEUE_NAME, QUEUE_NAME_RULE, effective_weight
 from fairway.resource.spec import TenantsSpec, WorkerSpec, after_timeout, spec_default
 
 
@@ -122,6 +122,20 @@ class WorkerSettings(BaseModel):
         if self.tenants is not None and self.tenants.weight is not None:
             weights[served_name_of_group(self.tenants.queue_prefix)] = self.tenants.weight
         return weights
+
+    def describe(self, handlers: list[str]) -> str:
+        """What a worker with these settings serves, in one line (said once at start)."""
+        weights = self.served_weights()
+        queues = ", ".join(f"{q}(weight {effective_weight(weights.get(q))})" if weights else q for q in self.queues)
+        parts = [f"queues {queues or '-'} ({'weighted' if weights else 'strict left-to-right'})"]
+        if self.paused:
+            parts.append(f"paused {', '.join(self.paused)}")
+        if self.tenants is not None:
+            t = self.tenants
+            parts.append(f"tenant group {t.queue_prefix}* (K {t.max_consecutive_jobs}, weight {t.weight or 1})")
+        parts.append(f"handlers {', '.join(handlers)}")
+        parts.append(f"concurrency {self.concurrency}")
+        return "; ".join(parts)
 
     @property
     def retry_after_ms(self) -> int:

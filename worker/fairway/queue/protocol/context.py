@@ -2,7 +2,7 @@
 
 The worker sets the context around each handler call in the thread or asyncio task that runs it (a
 `ContextVar`), so every job sees its own at any concurrency, threads and coroutines alike. Progress
-goes through the callable the worker supplies (fairway.queue.progress writes it to Redis).
+goes through the callable the worker supplies (fairway.queue.access.progress writes it to Redis).
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def current_job() -> JobContext:
     except LookupError:
         raise RuntimeError(
             "fairway.current_job() is only available inside a handler run by a Fairway worker; in a unit test, "
-            "run the handler under fairway.queue.context.running(JobContext(...))"
+            "run the handler under fairway.queue.protocol.context.running(JobContext(...))"
         ) from None
 
 

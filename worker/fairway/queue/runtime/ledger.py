@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fairway.queue.calls import Ack, Reservation
+from fairway.queue.protocol.calls import Ack, Reservation
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,10 @@
 """The Lua scripts: their sources (with the shared parts spliced in) and running them.
 
 Every script gets, after an optional `#!lua` shebang, the generated key table (`QK`, `GK` from
-fairway.queue.keys) and `lib.lua` (time, acks, failure-store trimming); a script that says
+fairway.queue.protocol.keys) and `lib.lua` (time, acks, failure-store trimming); a script that says
 `-- #include tenant_lib.lua` gets the tenant-group functions too, and `producer_lib.lua` the checks
-the producer scripts make (with the protocol's limits from fairway.queue.job as `LIMIT.x`). What
-each script's KEYS and ARGV are is decided in one place, the builders in fairway.queue.calls.
+the producer scripts make (with the protocol's limits from fairway.queue.protocol.job as `LIMIT.x`). What
+each script's KEYS and ARGV are is decided in one place, the builders in fairway.queue.protocol.calls.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Any
 
 import redis
 
-from fairway.queue.calls import ScriptCall
 from fairway.queue.connection import RedisClient
-from fairway.queue.job import (
+from fairway.queue.protocol.calls import ScriptCall
+from fairway.queue.protocol.job import (
     MAX_DELAY_S,
     MAX_DOCUMENT_BYTES,
     MAX_DOCUMENTS_PER_CALL,
@@ -26,7 +26,7 @@ from fairway.queue.job import (
     MAX_ID_LENGTH,
     MAX_TENANT_ID_LENGTH,
 )
-from fairway.queue.keys import QUEUE_KEYS, TENANT_GROUP_KEYS, lua_prelude
+from fairway.queue.protocol.keys import QUEUE_KEYS, TENANT_GROUP_KEYS, lua_prelude
 
 PRODUCER_SCRIPTS = ("enqueue", "enqueue_tenant")  # what other languages call: committed complete, in complete/
 NAMES = (
@@ -54,8 +54,8 @@ _INCLUDE = "-- #include "
 @functools.cache
 def source(name: str) -> str:
     """A script's complete source, as Redis runs it: `QK.x` / `GK.x` are replaced by the key part
-    they name in fairway.queue.keys (at load time, so the hot path builds no tables)."""
-    folder = resources.files("fairway.queue").joinpath("scripts")
+    they name in fairway.queue.protocol.keys (at load time, so the hot path builds no tables)."""
+    folder = resources.files("fairway.queue.protocol").joinpath("scripts")
     lines = folder.joinpath(f"{name}.lua").read_text().splitlines()
     shebang = [lines.pop(0)] if lines and lines[0].startswith("#!lua") else []
     body = [
@@ -87,14 +87,14 @@ def _key_part(match: re.Match[str]) -> str:
     try:
         return repr(_PARTS[family][name])
     except KeyError:
-        raise ValueError(f"{family}.{name} is not in fairway.queue.keys' table") from None
+        raise ValueError(f"{family}.{name} is not in fairway.queue.protocol.keys' table") from None
 
 
 def complete_source(name: str) -> str:
     """A producer script as one self-contained file, as committed in scripts/complete/ (a test keeps
     them equal) and printed by `fairway scripts`: what other languages load with SCRIPT LOAD or EVAL."""
     return (
-        f"-- {name}.lua, complete: generated from fairway/queue/scripts/ by fairway.queue.scripts.source;\n"
+        f"-- {name}.lua, complete: generated from fairway/queue/protocol/scripts/ by its scripts.source;\n"
         "-- do not edit (a test keeps it equal). Call it with EVAL/EVALSHA as docs/protocol.md says.\n"
         + source(name)
         + "\n"

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fairway.queue.keys import DEFAULT_PREFIX, GlobalKeys, QueueKeys, TenantGroupKeys
+from fairway.queue.protocol.keys import DEFAULT_PREFIX, GlobalKeys, QueueKeys, TenantGroupKeys
 from fairway.resource.spec import TenantsSpec
 
 FAILED_KEPT = 100_000  # failure records kept per queue or tenant group; the oldest are trimmed

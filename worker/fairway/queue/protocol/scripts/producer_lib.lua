@@ -1,7 +1,7 @@
 -- The checks the producer scripts make before writing anything, so a refused call writes nothing. Each
 -- returns nil when the input is good, else the error reply's text: a code (the first word, listed in
 -- docs/protocol.md, "Refusals"), then what was wrong and how to fix it. LIMIT.<name> is a limit from
--- fairway/queue/job.py, spliced in as a literal by the loader.
+-- fairway/queue/protocol/job.py, spliced in as a literal by the loader.
 
 -- The document: its size, then its shape, then that its id, handler, queue and tenant fields are
 -- sound and are those of this call (`tenant` nil for a plain queue's job).

@@ -1,7 +1,7 @@
--- enqueue_tenant.lua, complete: generated from fairway/queue/scripts/ by fairway.queue.scripts.source;
+-- enqueue_tenant.lua, complete: generated from fairway/queue/protocol/scripts/ by its scripts.source;
 -- do not edit (a test keeps it equal). Call it with EVAL/EVALSHA as docs/protocol.md says.
--- Key parts are fairway/queue/keys.py's table, spliced in as literals by fairway.queue.scripts.
--- Functions every script shares, spliced in by the loader (fairway/queue/scripts.py). In the sources,
+-- Key parts are the table in fairway/queue/protocol/keys.py, spliced in as literals by the loader.
+-- Functions every script shares, spliced in by the loader (fairway/queue/protocol/scripts.py). In the sources,
 -- QK.<part> names a queue's key part and GK.<part> a tenant group's; the loader writes the literal.
 
 -- The Redis server's clock in ms: every deadline and due time is on this one clock.
@@ -68,13 +68,13 @@ end
 -- Returns how many documents were enqueued; refuses (writing nothing) with BAD_KEYS, BAD_DELAY,
 -- BAD_TENANT, NO_DOCUMENTS, TOO_MANY, or for a document (naming its position) TOO_LARGE,
 -- BAD_DOCUMENT, BAD_ID, BAD_HANDLER or MISMATCH.
--- Tenant-group functions, spliced into the scripts that include them (see fairway/queue/scripts.py).
+-- Tenant-group functions, spliced into the scripts that include them (see fairway/queue/protocol/scripts.py).
 -- Every key starts with G = '<prefix>:{tenants:<queuePrefix>}:', one hash tag, so one slot; the key
--- parts (GK) are listed in fairway/queue/keys.py. Tenant ids never contain a tab, so a member
+-- parts (GK) are listed in fairway/queue/protocol/keys.py. Tenant ids never contain a tab, so a member
 -- '<id>\t<document>' splits unambiguously.
 
 -- The tenant group's settings, passed by every script that needs them as five ARGV entries in this
--- order (fairway/queue/scripts.py builds them): G, max_consecutive_jobs, quarantine_failures,
+-- order (fairway/queue/protocol/scripts.py builds them): G, max_consecutive_jobs, quarantine_failures,
 -- quarantine_window_ms, quarantine_sample_rate.
 local function read_group(argv, first)
   return {
@@ -228,7 +228,7 @@ end
 -- The checks the producer scripts make before writing anything, so a refused call writes nothing. Each
 -- returns nil when the input is good, else the error reply's text: a code (the first word, listed in
 -- docs/protocol.md, "Refusals"), then what was wrong and how to fix it. LIMIT.<name> is a limit from
--- fairway/queue/job.py, spliced in as a literal by the loader.
+-- fairway/queue/protocol/job.py, spliced in as a literal by the loader.
 
 -- The document: its size, then its shape, then that its id, handler, queue and tenant fields are
 -- sound and are those of this call (`tenant` nil for a plain queue's job).

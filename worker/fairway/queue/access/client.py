@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from fairway.queue.access.producer import Producer
+from fairway.queue.access.progress import ProgressBoard
 from fairway.queue.connection import RedisClient, connect, redis_url_from_env
-from fairway.queue.job import MAX_DOCUMENT_BYTES, JobError, check_delay_ms, check_tenant_id, new_job
-from fairway.queue.keys import DEFAULT_PREFIX, served_name_of_group
-from fairway.queue.producer import Producer
-from fairway.queue.progress import ProgressBoard
+from fairway.queue.protocol.job import MAX_DOCUMENT_BYTES, JobError, check_delay_ms, check_tenant_id, new_job
+from fairway.queue.protocol.keys import DEFAULT_PREFIX, served_name_of_group
 from fairway.resource.names import DEFAULT_TENANT_PREFIX, QUEUE_NAME, QUEUE_NAME_RULE
 
 

@@ -1,0 +1,1 @@
+"""The worker runtime: fetch, run, settle (the ledger), housekeeping, drain and shutdown."""
