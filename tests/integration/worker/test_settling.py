@@ -103,22 +103,20 @@ def test_a_drain_acknowledges_each_job_as_it_finishes(redis_url: str, tmp_path: 
     assert sorted(done_keys(redis_url)) == ["long", "quick"] and reserved(redis_url) == 0
 
 
-def test_a_batch_whose_start_was_cut_short_starts_every_job_once(
-    redis_url: str, proxy: CuttingProxy, tmp_path: Path
-) -> None:
+def test_jobs_running_past_retry_after_keep_their_leases_and_run_once(redis_url: str, tmp_path: Path) -> None:
+    """A batch of jobs longer than retryAfter starts at once (nothing to extend first, so nothing an
+    outage can cut short between the jobs of a batch) and no other worker gets them while they run:
+    their leases are renewed."""
     client = Client(redis_url)
     for key in "abcd":
-        client.enqueue("record", key, 0.2, timeout=8)  # over retry_after: each start extends its reservation
-    redis.Redis.from_url(redis_url).script_load(source("extend"))
-    cut = proxy.cut_when("extend", skip=1)
-    started = time.monotonic()
-    worker = start_worker(
-        proxy.url, "--queues", "default", "--concurrency", "4", "--burst", "--config", config(tmp_path),
-        test_redis=redis_url,
-    )  # fmt: skip
-    out, err = worker.communicate(timeout=30)
-    assert worker.returncode == 0, err[-2000:]
-    assert cut.cut == 1
-    assert sorted(started_keys(redis_url)) == list("abcd"), "every job started, once"
-    assert time.monotonic() - started < 3, "the rest of the batch did not wait out its reservation"
-    assert {line["attempt"] for line in job_lines(out)} == {1}
+        client.enqueue("record", key, 4.0, timeout=10)  # 4 s jobs, retryAfter 2 s
+    lease = config(tmp_path, "retry_after_s: 2\nmaintenance_interval_s: 0.2\n")
+    busy = start_worker(redis_url, "--queues", "default", "--concurrency", "4", "--burst", "--config", lease)
+    assert wait_until(lambda: len(started_keys(redis_url)) == 4, 5), "the whole batch started at once"
+    idle = start_worker(redis_url, "--queues", "default", "--config", lease)  # housekeeps every 0.2 s
+    out, err = busy.communicate(timeout=30)
+    idle.send_signal(signal.SIGTERM)
+    idle_out, idle_err = idle.communicate(timeout=30)
+    assert busy.returncode == 0 and idle.returncode == 0, err[-2000:] + idle_err[-2000:]
+    assert sorted(started_keys(redis_url)) == list("abcd"), "no job was handed to the idle worker"
+    assert job_lines(idle_out) == [] and len(job_lines(out)) == 4

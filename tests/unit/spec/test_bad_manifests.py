@@ -78,12 +78,6 @@ BAD: list[tuple[str, dict[str, Any], str, str | None]] = [
         "tenant-prefix-distinct",
     ),
     (
-        "retry-after-not-above-timeout",
-        with_spec(timeout=60, retryAfter=60),
-        "spec.retryAfter",
-        "retry-after-above-timeout",
-    ),
-    (
         "redis-url-and-secret",
         with_spec(redis={"url": "redis://r:6379", "secretRef": {"name": "s", "key": "u"}}),
         "spec.redis",

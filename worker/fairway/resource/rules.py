@@ -140,17 +140,6 @@ RULES: tuple[SpecRule, ...] = (
         holds=lambda s: s.tenants is None or not any(q.startswith(s.tenants.queue_prefix) for q in s.queues),
     ),
     SpecRule(
-        key="retry-after-above-timeout",
-        scope="spec",
-        field="spec.retryAfter",
-        cel="!has(self.retryAfter) || self.retryAfter > self.timeout",
-        message=(
-            "[retryAfter] must be greater than [timeout], or a running job is handed to a second worker; "
-            "raise retryAfter or lower timeout."
-        ),
-        holds=lambda s: s.retry_after is None or s.retry_after > s.timeout,
-    ),
-    SpecRule(
         key="redis-one-source",
         scope="spec.redis",
         field="spec.redis",

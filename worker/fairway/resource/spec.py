@@ -30,11 +30,14 @@ KIND = "QueueSupervisor"
 PLURAL = "queuesupervisors"
 
 MAX_QUEUES = 64
-MARGIN_OVER_TIMEOUT_S = 30  # default retryAfter and grace period: a job at its timeout still gets to finish
+MARGIN_OVER_TIMEOUT_S = 30  # default pod grace period over the timeout: a job at its timeout still gets to finish
+# Seconds a reservation outlives its worker's last renewal (retryAfter): a worker renews its leases every
+# third of it, so a few seconds tell a dead worker from a busy one without handing live jobs out twice.
+DEFAULT_RETRY_AFTER_S = 4
 
 
 def after_timeout(timeout_s: float) -> float:
-    """The default reservation length (retryAfter) and pod grace period for jobs of `timeout_s`."""
+    """The default pod grace period for jobs of `timeout_s`."""
     return timeout_s + MARGIN_OVER_TIMEOUT_S
 
 
@@ -213,7 +216,9 @@ class QueueSupervisorSpec(SpecModel):
         default=None,
         ge=1,
         le=172_800,
-        description="Seconds a reservation lasts before the job is handed out again; default timeout + 30.",
+        description="Seconds after its worker stopped renewing it (the worker died, or lost Redis) that a "
+        "reserved job is handed out again. Workers renew their jobs' reservations while they run, so any "
+        "job timeout is safe; default 4.",
     )
     max_jobs: int = Field(default=0, ge=0, description="Jobs before a worker recycles itself; 0 = never.")
     max_time: int = Field(default=0, ge=0, description="Seconds before a worker recycles itself; 0 = never.")
@@ -235,7 +240,7 @@ class QueueSupervisorSpec(SpecModel):
 
     @property
     def effective_retry_after(self) -> int:
-        return self.retry_after if self.retry_after is not None else int(after_timeout(self.timeout))
+        return self.retry_after if self.retry_after is not None else DEFAULT_RETRY_AFTER_S
 
     @property
     def effective_grace_period(self) -> int:

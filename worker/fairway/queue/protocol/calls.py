@@ -9,6 +9,7 @@ CRD's names; the one unit change (the quarantine window, seconds in the spec, ms
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -70,6 +71,11 @@ class Reservation:
     def member(self) -> bytes:
         """What the reserved set holds: the document, prefixed by '<tenant>\\t' inside a tenant group."""
         return self.payload if self.tenant is None else self.tenant.encode() + b"\t" + self.payload
+
+    @property
+    def digest(self) -> str:
+        """sha1 of the member: the key of its lease and its counters (lib.lua)."""
+        return hashlib.sha1(self.member).hexdigest()
 
 
 def _active(active: str | None) -> list[str]:
@@ -151,12 +157,13 @@ def register(globals_: GlobalKeys, served: tuple[str, str], weights: dict[str, i
     return ScriptCall("register", [*served, globals_.queues], [ttl_s, *pairs])
 
 
-def extend(reserved: str, member: bytes, ms_from_now: int) -> ScriptCall:
-    return ScriptCall("extend", [reserved], [member, ms_from_now])
+def renew(reserved: str, leased: str, digests: Sequence[str], retry_after_ms: int) -> ScriptCall:
+    """Renew the leases of these reservations (sha1 of each member) in one family's keys."""
+    return ScriptCall("renew", [reserved, leased], [retry_after_ms, *digests])
 
 
 def reserve_one(k: QueueKeys, retry_after_ms: int) -> ScriptCall:
-    return ScriptCall("reserve_one", [k.ready, k.reserved, k.notify, k.attempts, k.paused], [retry_after_ms])
+    return ScriptCall("reserve_one", [k.ready, k.reserved, k.notify, k.attempts, k.paused, k.leased], [retry_after_ms])
 
 
 def reserve_tenant(group: TenantGroup, u: float, retry_after_ms: int) -> ScriptCall:
@@ -167,7 +174,7 @@ def reserve_tenant(group: TenantGroup, u: float, retry_after_ms: int) -> ScriptC
 
 
 def ack(k: QueueKeys, document: bytes) -> ScriptCall:
-    return ScriptCall("ack", [k.reserved, k.attempts], [document])
+    return ScriptCall("ack", [k.reserved, k.attempts, k.leased], [document])
 
 
 def ack_tenant(g: TenantGroupKeys, member: bytes, wait_bucket: int) -> ScriptCall:
@@ -176,7 +183,9 @@ def ack_tenant(g: TenantGroupKeys, member: bytes, wait_bucket: int) -> ScriptCal
 
 def release(k: QueueKeys, active: str | None, document: bytes, delay_ms: int) -> ScriptCall:
     return ScriptCall(
-        "release", [k.reserved, k.delayed, k.ready, k.notify, *_active(active)], [document, delay_ms, k.queue]
+        "release",
+        [k.reserved, k.delayed, k.ready, k.notify, k.leased, *_active(active)],
+        [document, delay_ms, k.queue],
     )
 
 
@@ -192,7 +201,9 @@ def release_tenant(
 
 def fail(k: QueueKeys, document: bytes, job_id: str, record: str) -> ScriptCall:
     return ScriptCall(
-        "fail", [k.reserved, k.attempts, k.failed, k.failed_index], [document, job_id, record, FAILED_KEPT]
+        "fail",
+        [k.reserved, k.attempts, k.failed, k.failed_index, k.leased],
+        [document, job_id, record, FAILED_KEPT],
     )
 
 
@@ -207,7 +218,9 @@ def fail_tenant(group: TenantGroup, member: bytes, job_id: str, record: str, wai
 
 def maintain(k: QueueKeys, active: str | None) -> ScriptCall:
     return ScriptCall(
-        "maintain", [k.ready, k.reserved, k.delayed, k.notify, k.attempts, *_active(active)], [MAINTAIN_BATCH, k.queue]
+        "maintain",
+        [k.ready, k.reserved, k.delayed, k.notify, k.attempts, k.leased, *_active(active)],
+        [MAINTAIN_BATCH, k.queue],
     )
 
 

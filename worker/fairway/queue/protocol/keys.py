@@ -31,6 +31,7 @@ QUEUE_KEYS: tuple[KeyPart, ...] = (
     KeyPart("reserved", "sorted set", "document -> reservation deadline (ms, Redis clock)"),
     KeyPart("delayed", "sorted set", "document -> when it is due (ms, Redis clock)"),
     KeyPart("attempts", "hash", "sha1(document) -> attempts started"),
+    KeyPart("leased", "hash", "sha1(document) -> document, for each reservation: a worker renews its leases by digest"),
     KeyPart("failed", "hash", "job id -> failure record (JSON: payload, exception, message, traceback, attempts)"),
     KeyPart("failed_index", "sorted set", "job id -> failed at (ms); the newest 100,000 are kept"),
     KeyPart("paused", "string", "exists while the queue is paused"),
@@ -48,6 +49,7 @@ TENANT_GROUP_KEYS: tuple[KeyPart, ...] = (
     KeyPart("delayed", "sorted set", "`<id>\\t<document>` -> due time (ms)"),
     KeyPart("notify", "list", "one token per ready job"),
     KeyPart("attempts", "hash", "sha1(`<id>\\t<document>`) -> attempts started"),
+    KeyPart("leased", "hash", "sha1(`<id>\\t<document>`) -> `<id>\\t<document>`, for each reservation"),
     KeyPart("inflight", "hash", "tenant id -> jobs reserved now"),
     KeyPart("fails:", "hash", "`fails:<id>`: failure bucket (window / 10) -> failed attempts"),
     KeyPart("stats:", "hash", "`stats:<id>:<minute>`: c (completed), f (failed), w<k> (wait histogram)"),
@@ -107,6 +109,7 @@ class QueueKeys:
     reserved = _Part(QUEUE_KEYS, "reserved")
     delayed = _Part(QUEUE_KEYS, "delayed")
     attempts = _Part(QUEUE_KEYS, "attempts")
+    leased = _Part(QUEUE_KEYS, "leased")
     failed = _Part(QUEUE_KEYS, "failed")
     failed_index = _Part(QUEUE_KEYS, "failed_index")
     paused = _Part(QUEUE_KEYS, "paused")
@@ -141,6 +144,7 @@ class TenantGroupKeys:
     delayed = _Part(TENANT_GROUP_KEYS, "delayed")
     notify = _Part(TENANT_GROUP_KEYS, "notify")
     attempts = _Part(TENANT_GROUP_KEYS, "attempts")
+    leased = _Part(TENANT_GROUP_KEYS, "leased")
     inflight = _Part(TENANT_GROUP_KEYS, "inflight")
     failed = _Part(TENANT_GROUP_KEYS, "failed")
     failed_index = _Part(TENANT_GROUP_KEYS, "failed_index")

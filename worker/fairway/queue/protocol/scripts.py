@@ -32,7 +32,7 @@ PRODUCER_SCRIPTS = ("enqueue", "enqueue_tenant")  # what other languages call: c
 NAMES = (
     "enqueue",
     "register",
-    "extend",
+    "renew",
     "reserve",
     "reserve_one",
     "ack",

@@ -73,10 +73,23 @@ class Fetcher(ABC):
         """Idle until work may have arrived: at most `block_for_s`, waking for housekeeping."""
         time.sleep(POLL_S)
 
-    def extend(self, reservation: Reservation, ms_from_now: int) -> bool:
-        """Keep a job reserved for `ms_from_now` more; False when its reservation had already expired."""
-        reserved = self.group.keys.reserved if self.group and reservation.tenant else self._keys(reservation).reserved
-        return bool(self.scripts.run(calls.extend(reserved, reservation.member, ms_from_now)))
+    def renew(self, held: Sequence[Reservation]) -> list[Reservation]:
+        """Renew the leases of the jobs this process holds: one call per queue or tenant group (each
+        touches one slot, so it is legal on a cluster). Returns those whose lease had already run out."""
+        families: dict[tuple[str, str], list[Reservation]] = {}
+        for reservation in held:
+            if self.group is not None and reservation.tenant is not None:
+                keys: tuple[str, str] = (self.group.keys.reserved, self.group.keys.leased)
+            else:
+                k = self._keys(reservation)
+                keys = (k.reserved, k.leased)
+            families.setdefault(keys, []).append(reservation)
+        gone: list[Reservation] = []
+        for (reserved, leased), reservations in families.items():
+            by_digest = {r.digest: r for r in reservations}
+            missing = self.scripts.run(calls.renew(reserved, leased, list(by_digest), self.retry_after_ms))
+            gone += [by_digest[d.decode() if isinstance(d, bytes) else d] for d in missing]
+        return gone
 
     def abandon_wait(self) -> None:
         """A signal cut a blocking read short: the connection may hold half a reply, so drop it."""

@@ -28,7 +28,8 @@ class Settle:
 
 
 class Ledger:
-    def __init__(self) -> None:
+    def __init__(self, on_settled: Callable[[Reservation], None] = lambda _: None) -> None:
+        self.on_settled = on_settled  # told of each reservation whose outcome Redis now has
         self._acks: list[Ack] = []
         self._settles: deque[Settle] = deque()
 
@@ -46,6 +47,8 @@ class Ledger:
     def acked(self, sent: Sequence[Ack]) -> None:
         """The call carrying `sent` (the first len(sent) acks) returned: they are in Redis."""
         del self._acks[: len(sent)]
+        for reservation, _ in sent:
+            self.on_settled(reservation)
 
     def later(self, reservation: Reservation, write: Callable[[], Any]) -> None:
         self._settles.append(Settle(reservation, write))
@@ -55,7 +58,7 @@ class Ledger:
         and those after it stay (the error propagates, for the caller's backoff)."""
         while self._settles:
             self._settles[0].write()
-            self._settles.popleft()
+            self.on_settled(self._settles.popleft().reservation)
 
     def flush(self, send_acks: Callable[[Sequence[Ack]], Any]) -> None:
         """Everything, now: the settles, then the acks in one call of `send_acks`."""

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from fairway.queue.protocol.keys import DEFAULT_PREFIX, served_name_of_group
 from fairway.resource.names import QUEUE_NAME, QUEUE_NAME_RULE, effective_weight
-from fairway.resource.spec import TenantsSpec, WorkerSpec, after_timeout, spec_default
+from fairway.resource.spec import DEFAULT_RETRY_AFTER_S, TenantsSpec, WorkerSpec, spec_default
 
 
 class WorkerSettings(BaseModel):
@@ -58,7 +58,10 @@ class WorkerSettings(BaseModel):
     )
     timeout_s: float = Field(default=spec_default("timeout"), gt=0, description="Seconds a job may run.")
     retry_after_s: float | None = Field(
-        default=None, gt=0, description="Reservation length; default timeout + 30 s so only crashes expire."
+        default=None,
+        gt=0,
+        description="Seconds a reservation outlives this worker's last renewal of it (renewed every third "
+        "of it while the job runs or waits to be settled): how soon a dead worker's jobs come back.",
     )
     lost_limit: int = Field(
         default=3,
@@ -107,8 +110,6 @@ class WorkerSettings(BaseModel):
         unknown = sorted(set(self.weights) - set(self.queues))
         if unknown:
             raise ValueError(f"weights: {unknown} are not served queues; add them to queues")
-        if self.retry_after_s is not None and self.retry_after_s <= self.timeout_s:
-            raise ValueError("retry_after_s must be greater than timeout_s, or running jobs are handed out twice")
         return self
 
     def served_names(self) -> list[str]:
@@ -139,7 +140,7 @@ class WorkerSettings(BaseModel):
 
     @property
     def retry_after_ms(self) -> int:
-        return int((self.retry_after_s if self.retry_after_s is not None else after_timeout(self.timeout_s)) * 1000)
+        return int((self.retry_after_s if self.retry_after_s is not None else DEFAULT_RETRY_AFTER_S) * 1000)
 
     def backoff_for(self, attempt: int) -> float:
         """Seconds before retrying after failed attempt number `attempt` (1-based)."""

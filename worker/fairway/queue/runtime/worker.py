@@ -2,8 +2,9 @@
 
 At-least-once delivery: a job is reserved in Redis before it runs (never only in this process's
 memory), and acknowledgements ride on the next reserve call, which also reserves up to as many jobs
-as there are free slots (`concurrency`): one round trip per batch of jobs. If this process dies, the
-reservations expire after `retry_after` and the next worker's housekeeping puts the jobs back.
+as there are free slots (`concurrency`): one round trip per batch of jobs. Reservations are leases
+this process renews while it holds the job (`leases.py`); if it dies, they run out within
+`retry_after` and the next worker's housekeeping puts the jobs back.
 Signals: SIGTERM/SIGINT stop taking jobs, let the running ones finish and exit 0; an idle worker is
 interrupted out of its wait at once.
 
@@ -40,6 +41,7 @@ from fairway.queue.runtime.fetch import POLL_S, Fetcher
 from fairway.queue.runtime.handlers import Registry, UnknownHandler
 from fairway.queue.runtime.housekeeping import Housekeeping
 from fairway.queue.runtime.joblog import Finished, JobLog
+from fairway.queue.runtime.leases import Leases
 from fairway.queue.runtime.ledger import Ledger
 from fairway.queue.runtime.lifecycle import HARD_EXIT_CODE, Backoff, Interrupted, RssProbe, StopSignals
 from fairway.queue.runtime.metrics import UNREGISTERED, WorkerMetrics
@@ -48,7 +50,6 @@ from fairway.queue.runtime.runner import Done, Runner, Started
 from fairway.queue.runtime.settings import WorkerSettings
 
 log = logging.getLogger("fairway.worker")
-RESERVATION_MARGIN_S = 1  # a reservation outlives its job's timeout and kill grace by at least this
 SETTLE_ON_STOP_S = 10.0  # stopping with Redis down: how long finished jobs' outcomes keep being retried
 
 
@@ -82,7 +83,8 @@ class Worker:
         self.runner = Runner(settings.concurrency, clock, settings.kill_grace_s)
         self.progress = ProgressBoard(fetcher.client, settings.prefix)
         self.metrics = WorkerMetrics(registry.names(), lambda: self.runner.running, lambda: self.free_slots)
-        self.ledger = Ledger()
+        self.leases = Leases(fetcher, settings.retry_after_ms / 1000)
+        self.ledger = Ledger(self.leases.settled)
         self.housekeeping = Housekeeping(
             fetcher, settings.maintenance_interval_s, clock, f"{socket.gethostname()}:{os.getpid()}", self._beat
         )
@@ -117,6 +119,7 @@ class Worker:
             serve_metrics(self.metrics, self.settings.metrics_port)
         if self.signals.install():
             self.runner.watchdog.start()
+        self.leases.start()
         try:
             self._serve()
             self._drain()
@@ -183,6 +186,7 @@ class Worker:
         for step in (self.housekeeping.write_runtimes, self.housekeeping.leave):
             with contextlib.suppress(Exception):
                 step()
+        self.leases.stop()
         self.runner.close()
         self.rss.close()
         with contextlib.suppress(Exception):
@@ -270,6 +274,7 @@ class Worker:
         if wanted == 0 and not acks:
             return []  # every slot busy and nothing to acknowledge: no round trip
         reservations = self.fetcher.reserve(acks, wanted)
+        self.leases.hold(reservations)
         self.ledger.acked(acks)
         self.metrics.reserve_round_trip(len(reservations))
         return reservations
@@ -313,8 +318,9 @@ class Worker:
         timeout = job.timeout or self.settings.timeout_s
         started = Started(self._seq, reservation, job, timeout, _now_ms(), time.perf_counter())
         refusal = refusal_of(reservation, max_tries, self.settings.lost_limit)
-        if refusal is None and not self._reserved_for(reservation, timeout):
+        if self.leases.lost(reservation):
             log.warning("job %s was handed out again before it could start here; not running it twice", job.id)
+            self.leases.settled(reservation)
             return
         if refusal is None:
             try:
@@ -373,15 +379,6 @@ class Worker:
                 )
             )
         self._check_memory()
-
-    def _reserved_for(self, reservation: Reservation, timeout_s: float) -> bool:
-        """Make sure the reservation outlives the job: its timeout, the watchdog's grace, a margin. The
-        usual case costs nothing (retryAfter already covers it); a job with a longer timeout of its own
-        gets its reservation extended first. False if the reservation was already gone."""
-        needed_ms = int((timeout_s + self.settings.kill_grace_s + RESERVATION_MARGIN_S) * 1000)
-        if needed_ms <= self.settings.retry_after_ms:
-            return True
-        return self.fetcher.extend(reservation, needed_ms)
 
     def _settle(self, reservation: Reservation, job: Job, attempt: Attempt, max_tries: int, bucket: int) -> Outcome:
         """Into the ledger: written to Redis by the next call, and kept until one succeeds."""

@@ -9,7 +9,7 @@ local group = read_group(ARGV, 1)
 local G, member = group.G, ARGV[6]
 local id = split_member(member)
 local now = now_ms()
-if redis.call('ZREM', G .. GK.reserved, member) == 1 then leave_flight(G, id) end
+if unlease(G .. GK.reserved, G .. GK.leased, member) == 1 then leave_flight(G, id) end
 forget_counts(G .. GK.attempts, member)
 record_failure(group, id, now)
 record_figures(G, id, now, 'f', tonumber(ARGV[10]))

@@ -3,8 +3,8 @@
 -- due delayed jobs and expired reservations go back to ready (bounded per call), and a queue that
 -- holds work is (re-)entered in the active set, which also heals producers that skipped the SADD.
 -- An expired reservation means its worker vanished: the job is counted as lost, not as an attempt.
--- KEYS[1] ready   KEYS[2] reserved   KEYS[3] delayed   KEYS[4] notify   KEYS[5] attempts
--- KEYS[6] active (standalone only)
+-- KEYS[1] ready   KEYS[2] reserved   KEYS[3] delayed   KEYS[4] notify   KEYS[5] attempts   KEYS[6] leased
+-- KEYS[7] active (standalone only)
 -- ARGV[1] most jobs moved per kind   ARGV[2] queue name
 -- Returns {due moved, expired moved, ready length}.
 local now = now_ms()
@@ -14,7 +14,10 @@ local function requeue(zset, lost)
   local members = redis.call('ZRANGEBYSCORE', zset, '-inf', now, 'LIMIT', 0, limit)
   for i = 1, #members do
     redis.call('ZREM', zset, members[i])
-    if lost then count_lost(KEYS[5], members[i]) end
+    if lost then
+      count_lost(KEYS[5], members[i])
+      redis.call('HDEL', KEYS[6], redis.sha1hex(members[i]))
+    end
     redis.call('RPUSH', KEYS[1], members[i])
     redis.call('RPUSH', KEYS[4], '1')
   end
@@ -23,5 +26,5 @@ end
 local due = requeue(KEYS[3], false)
 local expired = requeue(KEYS[2], true)
 local length = redis.call('LLEN', KEYS[1])
-if KEYS[6] and length > 0 then redis.call('SADD', KEYS[6], ARGV[2]) end
+if KEYS[7] and length > 0 then redis.call('SADD', KEYS[7], ARGV[2]) end
 return {due, expired, length}

@@ -1,15 +1,16 @@
 #!lua flags=allow-oom
 -- Put a failed attempt back for a retry, after a delay (backoff) or at once; attempts are kept.
--- KEYS[1] reserved   KEYS[2] delayed   KEYS[3] ready   KEYS[4] notify   KEYS[5] active (standalone only)
+-- KEYS[1] reserved   KEYS[2] delayed   KEYS[3] ready   KEYS[4] notify   KEYS[5] leased
+-- KEYS[6] active (standalone only)
 -- ARGV[1] job document   ARGV[2] delay in ms   ARGV[3] queue name
--- Returns 1, or 0 when the reservation had expired and the job was already handed out again.
-if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then return 0 end
+-- Returns 1, or 0 when the lease had run out and the job was already handed out again.
+if unlease(KEYS[1], KEYS[5], ARGV[1]) == 0 then return 0 end
 local delay = tonumber(ARGV[2])
 if delay > 0 then
   redis.call('ZADD', KEYS[2], now_ms() + delay, ARGV[1])
 else
   redis.call('RPUSH', KEYS[3], ARGV[1])
   redis.call('RPUSH', KEYS[4], '1')
-  if KEYS[5] then redis.call('SADD', KEYS[5], ARGV[3]) end
+  if KEYS[6] then redis.call('SADD', KEYS[6], ARGV[3]) end
 end
 return 1

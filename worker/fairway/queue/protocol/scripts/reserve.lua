@@ -3,7 +3,7 @@
 -- many jobs as the worker has free slots, in one round trip (never more: no prefetch, so a busy
 -- process never hoards jobs an idle one could run).
 -- KEYS[1] active set   KEYS[2] served-names set   KEYS[3] served weights hash (name -> weight or rank)
--- ARGV[1] key prefix   ARGV[2] retry_after in ms   ARGV[3] '1' = strict
+-- ARGV[1] key prefix   ARGV[2] the lease in ms   ARGV[3] '1' = strict
 -- ARGV[4] the tenant group's served name ('' = none)   ARGV[5..9] the tenant group (see read_group)
 -- ARGV[10] A, the number of acknowledgements, then A triples: served name ('@<queuePrefix>' = the
 --   tenant group), member, wait bucket (-1 = unknown)
@@ -32,7 +32,8 @@ for i = 11, 10 + 3 * acks, 3 do
   if group and ARGV[i] == group_name then
     ack_tenant(G, ARGV[i + 1], tonumber(ARGV[i + 2]))
   else
-    ack_job(queue_key(prefix, ARGV[i], QK.reserved), queue_key(prefix, ARGV[i], QK.attempts), ARGV[i + 1])
+    ack_job(queue_key(prefix, ARGV[i], QK.reserved), queue_key(prefix, ARGV[i], QK.leased),
+      queue_key(prefix, ARGV[i], QK.attempts), ARGV[i + 1])
   end
 end
 local wanted_at = 11 + 3 * acks
@@ -69,7 +70,7 @@ local function take(pick, u)
       -- per job, one extra only when a queue runs dry.
       redis.call('LPOP', queue_key(prefix, q, QK.notify))
       local counts = count_attempt(queue_key(prefix, q, QK.attempts), doc)
-      redis.call('ZADD', queue_key(prefix, q, QK.reserved), deadline, doc)
+      lease(queue_key(prefix, q, QK.reserved), queue_key(prefix, q, QK.leased), doc, deadline)
       return {q, doc, counts[1], false, counts[2]}
     end
     redis.call('SREM', KEYS[1], q)

@@ -1,12 +1,12 @@
 #!lua flags=allow-oom
 -- Reserve the next job of one queue (the Redis Cluster path: every key here shares the queue's slot).
--- KEYS[1] ready   KEYS[2] reserved   KEYS[3] notify   KEYS[4] attempts   KEYS[5] paused
--- ARGV[1] retry_after in ms
+-- KEYS[1] ready   KEYS[2] reserved   KEYS[3] notify   KEYS[4] attempts   KEYS[5] paused   KEYS[6] leased
+-- ARGV[1] the lease in ms
 -- Returns {document, attempts, lost} or false.
 if redis.call('EXISTS', KEYS[5]) == 1 then return false end
 local doc = redis.call('LPOP', KEYS[1])
 if not doc then return false end
 redis.call('LPOP', KEYS[3])
 local counts = count_attempt(KEYS[4], doc)
-redis.call('ZADD', KEYS[2], now_ms() + tonumber(ARGV[1]), doc)
+lease(KEYS[2], KEYS[6], doc, now_ms() + tonumber(ARGV[1]))
 return {doc, counts[1], counts[2]}

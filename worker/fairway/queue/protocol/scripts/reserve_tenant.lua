@@ -1,7 +1,7 @@
 #!lua flags=allow-oom
 -- Reserve the next tenant job (the Redis Cluster path; every key shares the group's slot).
 -- KEYS[1] G .. 'ring'
--- ARGV[1..5] the tenant group (see read_group)   ARGV[6] u, uniform in [0, 1)   ARGV[7] retry_after in ms
+-- ARGV[1..5] the tenant group (see read_group)   ARGV[6] u, uniform in [0, 1)   ARGV[7] the lease in ms
 -- Returns {tenant id, document, attempts, lost} or false.
 -- #include tenant_lib.lua
 local group = read_group(ARGV, 1)

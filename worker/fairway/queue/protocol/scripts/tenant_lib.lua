@@ -82,7 +82,7 @@ end
 
 -- Acknowledge a finished tenant job; figures ride in the same call.
 local function ack_tenant(G, member, wait_bucket)
-  if redis.call('ZREM', G .. GK.reserved, member) == 0 then return 0 end
+  if unlease(G .. GK.reserved, G .. GK.leased, member) == 0 then return 0 end
   forget_counts(G .. GK.attempts, member)
   local id = split_member(member)
   leave_flight(G, id)
@@ -145,7 +145,7 @@ local function pop_tenant(group, u, deadline)
         end
         local member = id .. '\t' .. doc
         local counts = count_attempt(G .. GK.attempts, member)
-        redis.call('ZADD', G .. GK.reserved, deadline, member)
+        lease(G .. GK.reserved, G .. GK.leased, member, deadline)
         redis.call('HINCRBY', G .. GK.inflight, id, 1)
         redis.call('LPOP', G .. GK.notify)
         return {id, doc, counts[1], counts[2]}

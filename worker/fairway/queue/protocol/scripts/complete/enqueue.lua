@@ -38,10 +38,26 @@ local function count_lost(attempts, member)
   redis.call('HINCRBY', attempts, redis.sha1hex(member), LOST - 1)
 end
 
--- Acknowledge a plain job: drop its reservation and its counters. 1, or 0 when the reservation had
--- already expired (the job may be running again elsewhere).
-local function ack_job(reserved, attempts, doc)
-  if redis.call('ZREM', reserved, doc) == 0 then return 0 end
+-- A reservation is a lease: the member in `reserved` with its deadline, and in `leased` under the same
+-- digest as its counters, so the worker holding it renews it by digest (renew.lua) while it lives,
+-- without sending documents. A worker that dies stops renewing, and its jobs come back when the
+-- lease runs out (seconds), not after the job's whole timeout.
+local function lease(reserved, leased, member, deadline)
+  redis.call('ZADD', reserved, deadline, member)
+  redis.call('HSET', leased, redis.sha1hex(member), member)
+end
+
+-- End a lease; 1, or 0 when it had already run out (the job may be running again elsewhere).
+local function unlease(reserved, leased, member)
+  if redis.call('ZREM', reserved, member) == 0 then return 0 end
+  redis.call('HDEL', leased, redis.sha1hex(member))
+  return 1
+end
+
+-- Acknowledge a plain job: end its lease and drop its counters. 1, or 0 when the lease had already
+-- run out (the job may be running again elsewhere).
+local function ack_job(reserved, leased, attempts, doc)
+  if unlease(reserved, leased, doc) == 0 then return 0 end
   forget_counts(attempts, doc)
   return 1
 end
