@@ -56,14 +56,11 @@ class Leases:
         if not held:
             return
         for reservation in self.fetcher.renew(held):
+            # Gone: its lease ran out, or (the usual case) its acknowledgement reached Redis while this
+            # round was under way. Only a job that has not started yet is acted on (`lost`).
             with self._lock:
-                if id(reservation) in self._held and id(reservation) not in self._lost:
+                if id(reservation) in self._held:
                     self._lost.add(id(reservation))
-                    log.warning(
-                        "the lease of a job in %s ran out before this worker could renew it (Redis unreachable "
-                        "for longer than retryAfter?): it may be handed to another worker and run twice",
-                        reservation.queue,
-                    )
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="fairway-leases", daemon=True)

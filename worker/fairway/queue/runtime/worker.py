@@ -226,6 +226,9 @@ class Worker:
 
     def _tick(self) -> Tick:
         if self.housekeeping.due():
+            # What finished is settled first: after an outage longer than retryAfter, its lease may have
+            # run out, and housekeeping would hand the finished job out again.
+            self.ledger.flush(self._send_acks)
             self._housekeep()
         self._start_waiting()
         self.ledger.write_settles()
@@ -319,7 +322,11 @@ class Worker:
         started = Started(self._seq, reservation, job, timeout, _now_ms(), time.perf_counter())
         refusal = refusal_of(reservation, max_tries, self.settings.lost_limit)
         if self.leases.lost(reservation):
-            log.warning("job %s was handed out again before it could start here; not running it twice", job.id)
+            log.warning(
+                "job %s: its lease ran out before it could start here (Redis unreachable for longer than "
+                "retryAfter?) and it may be running elsewhere; not running it twice",
+                job.id,
+            )
             self.leases.settled(reservation)
             return
         if refusal is None:

@@ -3,7 +3,7 @@
 -- KEYS[1] reserved   KEYS[2] attempts   KEYS[3] failed hash   KEYS[4] failed index   KEYS[5] leased
 -- ARGV[1] job document   ARGV[2] job id   ARGV[3] failure record (JSON)   ARGV[4] most records kept
 -- Returns 1, or 0 when the lease had already run out.
-local removed = unlease(KEYS[1], KEYS[5], ARGV[1])
-forget_counts(KEYS[2], ARGV[1])
+local digest = unlease(KEYS[1], KEYS[5], ARGV[1])
+forget_counts(KEYS[2], digest or redis.sha1hex(ARGV[1]))
 store_failure(KEYS[3], KEYS[4], ARGV[2], ARGV[3], now_ms(), tonumber(ARGV[4]))
-return removed
+return digest and 1 or 0

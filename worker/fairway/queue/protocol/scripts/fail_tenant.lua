@@ -9,8 +9,9 @@ local group = read_group(ARGV, 1)
 local G, member = group.G, ARGV[6]
 local id = split_member(member)
 local now = now_ms()
-if unlease(G .. GK.reserved, G .. GK.leased, member) == 1 then leave_flight(G, id) end
-forget_counts(G .. GK.attempts, member)
+local digest = unlease(G .. GK.reserved, G .. GK.leased, member)
+if digest then leave_flight(G, id) end
+forget_counts(G .. GK.attempts, digest or redis.sha1hex(member))
 record_failure(group, id, now)
 record_figures(G, id, now, 'f', tonumber(ARGV[10]))
 store_failure(G .. GK.failed, G .. GK.failed_index, ARGV[7], ARGV[8], now, tonumber(ARGV[9]))

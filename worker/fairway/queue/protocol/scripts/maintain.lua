@@ -15,8 +15,9 @@ local function requeue(zset, lost)
   for i = 1, #members do
     redis.call('ZREM', zset, members[i])
     if lost then
-      count_lost(KEYS[5], members[i])
-      redis.call('HDEL', KEYS[6], redis.sha1hex(members[i]))
+      local digest = redis.sha1hex(members[i])
+      count_lost(KEYS[5], digest)
+      redis.call('HDEL', KEYS[6], digest)
     end
     redis.call('RPUSH', KEYS[1], members[i])
     redis.call('RPUSH', KEYS[4], '1')

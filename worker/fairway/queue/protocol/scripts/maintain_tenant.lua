@@ -17,8 +17,9 @@ end
 local expired = redis.call('ZRANGEBYSCORE', G .. GK.reserved, '-inf', now, 'LIMIT', 0, limit)
 for i = 1, #expired do
   redis.call('ZREM', G .. GK.reserved, expired[i])
-  redis.call('HDEL', G .. GK.leased, redis.sha1hex(expired[i]))
-  count_lost(G .. GK.attempts, expired[i])
+  local digest = redis.sha1hex(expired[i])
+  redis.call('HDEL', G .. GK.leased, digest)
+  count_lost(G .. GK.attempts, digest)
   local id, doc = split_member(expired[i])
   leave_flight(G, id)
   push_tenant(G, id, doc, now)

@@ -4,7 +4,7 @@
 -- KEYS[6] active (standalone only)
 -- ARGV[1] job document   ARGV[2] delay in ms   ARGV[3] queue name
 -- Returns 1, or 0 when the lease had run out and the job was already handed out again.
-if unlease(KEYS[1], KEYS[5], ARGV[1]) == 0 then return 0 end
+if not unlease(KEYS[1], KEYS[5], ARGV[1]) then return 0 end
 local delay = tonumber(ARGV[2])
 if delay > 0 then
   redis.call('ZADD', KEYS[2], now_ms() + delay, ARGV[1])

@@ -8,7 +8,7 @@
 -- #include tenant_lib.lua
 local group = read_group(ARGV, 1)
 local G, member = group.G, ARGV[6]
-if unlease(G .. GK.reserved, G .. GK.leased, member) == 0 then return 0 end
+if not unlease(G .. GK.reserved, G .. GK.leased, member) then return 0 end
 local id, doc = split_member(member)
 local now = now_ms()
 leave_flight(G, id)

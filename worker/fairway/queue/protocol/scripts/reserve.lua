@@ -65,13 +65,16 @@ local function take(pick, u)
     end
   elseif redis.call('EXISTS', queue_key(prefix, q, QK.paused)) == 0 then
     local doc = redis.call('LPOP', queue_key(prefix, q, QK.ready))
-    if doc then
+    while doc do
       -- A queue this empties stays in the active set until a draw finds it empty: one call less
       -- per job, one extra only when a queue runs dry.
       redis.call('LPOP', queue_key(prefix, q, QK.notify))
-      local counts = count_attempt(queue_key(prefix, q, QK.attempts), doc)
-      lease(queue_key(prefix, q, QK.reserved), queue_key(prefix, q, QK.leased), doc, deadline)
-      return {q, doc, counts[1], false, counts[2]}
+      local digest = lease(queue_key(prefix, q, QK.reserved), queue_key(prefix, q, QK.leased), doc, deadline)
+      if digest then
+        local counts = count_attempt(queue_key(prefix, q, QK.attempts), digest)
+        return {q, doc, counts[1], false, counts[2]}
+      end
+      doc = redis.call('LPOP', queue_key(prefix, q, QK.ready))  -- a copy of a job held now: dropped
     end
     redis.call('SREM', KEYS[1], q)
   end

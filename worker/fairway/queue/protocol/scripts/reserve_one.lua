@@ -4,9 +4,15 @@
 -- ARGV[1] the lease in ms
 -- Returns {document, attempts, lost} or false.
 if redis.call('EXISTS', KEYS[5]) == 1 then return false end
+local deadline = now_ms() + tonumber(ARGV[1])
 local doc = redis.call('LPOP', KEYS[1])
-if not doc then return false end
-redis.call('LPOP', KEYS[3])
-local counts = count_attempt(KEYS[4], doc)
-lease(KEYS[2], KEYS[6], doc, now_ms() + tonumber(ARGV[1]))
-return {doc, counts[1], counts[2]}
+while doc do
+  redis.call('LPOP', KEYS[3])
+  local digest = lease(KEYS[2], KEYS[6], doc, deadline)
+  if digest then
+    local counts = count_attempt(KEYS[4], digest)
+    return {doc, counts[1], counts[2]}
+  end
+  doc = redis.call('LPOP', KEYS[1])  -- a copy of a job held now: dropped (see lib.lua's lease)
+end
+return false

@@ -82,8 +82,9 @@ end
 
 -- Acknowledge a finished tenant job; figures ride in the same call.
 local function ack_tenant(G, member, wait_bucket)
-  if unlease(G .. GK.reserved, G .. GK.leased, member) == 0 then return 0 end
-  forget_counts(G .. GK.attempts, member)
+  local digest = unlease(G .. GK.reserved, G .. GK.leased, member)
+  if not digest then return 0 end
+  forget_counts(G .. GK.attempts, digest)
   local id = split_member(member)
   leave_flight(G, id)
   record_figures(G, id, now_ms(), 'c', wait_bucket)
@@ -144,11 +145,14 @@ local function pop_tenant(group, u, deadline)
           redis.call('HSET', state, curf, id, nf, n)
         end
         local member = id .. '\t' .. doc
-        local counts = count_attempt(G .. GK.attempts, member)
-        lease(G .. GK.reserved, G .. GK.leased, member, deadline)
-        redis.call('HINCRBY', G .. GK.inflight, id, 1)
         redis.call('LPOP', G .. GK.notify)
-        return {id, doc, counts[1], counts[2]}
+        local digest = lease(G .. GK.reserved, G .. GK.leased, member, deadline)
+        if digest then
+          local counts = count_attempt(G .. GK.attempts, digest)
+          redis.call('HINCRBY', G .. GK.inflight, id, 1)
+          return {id, doc, counts[1], counts[2]}
+        end
+        -- a copy of a job held now (see lib.lua's lease): dropped; draw again
       end
     end
   end
