@@ -25,7 +25,6 @@ import os
 import socket
 import sys
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from enum import StrEnum
 from typing import Any, TextIO
@@ -88,7 +87,6 @@ class Worker:
         self.housekeeping = Housekeeping(
             fetcher, settings.maintenance_interval_s, clock, f"{socket.gethostname()}:{os.getpid()}", self._beat
         )
-        self._to_start: deque[Reservation] = deque()  # reserved, not started yet (an outage interrupted them)
         self._seq = 0
         self._jobs_done = 0
         self._started = clock()
@@ -219,7 +217,7 @@ class Worker:
 
     def _wanted(self) -> int:
         """Jobs to reserve now: the free slots, never beyond max_jobs."""
-        wanted = self.free_slots - len(self._to_start)
+        wanted = self.free_slots
         if self.settings.max_jobs:
             wanted = min(wanted, self.settings.max_jobs - self._jobs_done - self.runner.pooled)
         return max(0, wanted)
@@ -230,8 +228,7 @@ class Worker:
             # run out, and housekeeping would hand the finished job out again.
             self.ledger.flush(self._send_acks)
             self._housekeep()
-        self._start_waiting()
-        self.ledger.write_settles()
+        self.ledger.write_settles()  # (left over from an outage: written in order before anything new)
         reservations = self._reserve()
         if not reservations and not self.runner.pooled and self._busy:
             self._housekeep()  # going idle (once, not on every poll): move due jobs, heal the active index
@@ -242,8 +239,8 @@ class Worker:
                 return Tick.DRAINED
             self._wait_for_work()
             return Tick.IDLE
-        self._to_start.extend(reservations)
-        self._start_waiting()
+        for reservation in reservations:  # starting does no I/O: nothing can strand the rest of a batch
+            self._start(reservation)
         if self.runner.pooled:
             # Busy: wait for a completion, briefly when slots are free (new work may come), longer
             # when every slot is taken (nothing to do but wait).
@@ -300,14 +297,6 @@ class Worker:
         return max(0.0, min(until, self.housekeeping.until_due_s(), 1.0))
 
     # -- running a job ---------------------------------------------------------------------------
-
-    def _start_waiting(self) -> None:
-        """Start the reserved jobs in order; each is started once. Starting one can need Redis (a long
-        job's reservation is extended first): on an outage it and those after it wait for the next
-        tick, still reserved, instead of expiring unstarted."""
-        while self._to_start:
-            self._start(self._to_start[0])
-            self._to_start.popleft()
 
     def _start(self, reservation: Reservation) -> None:
         """Run a reserved job (here or in the pool), or settle it at once when it must not run."""
