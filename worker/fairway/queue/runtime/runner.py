@@ -40,6 +40,12 @@ class Started:
     started_ms: int
     started: float  # perf_counter, for the run time
 
+    @classmethod
+    def of(cls, running: Running) -> Started:
+        return cls(
+            running.seq, running.reservation, running.job, running.timeout_s, running.started_ms, running.started
+        )
+
 
 @dataclass(frozen=True)
 class Done:
@@ -57,7 +63,7 @@ class Runner:
         self.watchdog = Watchdog(clock, self._describe_inline)
         self.stuck = 0  # slots written off to sync jobs that ran past their timeout
         self._inline: Job | None = None
-        self._running: dict[int, tuple[Running, Started]] = {}
+        self._running: dict[int, Running] = {}
 
     @property
     def running(self) -> int:
@@ -69,7 +75,7 @@ class Runner:
         return len(self._running)
 
     def next_deadline(self) -> float | None:
-        return min((running.deadline for running, _ in self._running.values()), default=None)
+        return min((running.deadline for running in self._running.values()), default=None)
 
     def run(self, func: Callable[..., Any], started: Started, context: JobContext) -> Done | None:
         """In this thread: run it now and return what came of it. With a pool: hand it over (None);
@@ -87,7 +93,7 @@ class Runner:
                 JobPool.is_async(func),
                 context,
             )
-            self._running[started.seq] = (running, started)
+            self._running[started.seq] = running
             self.pool.submit(running, func)
             return None
         self._inline = job
@@ -105,11 +111,11 @@ class Runner:
         out = [done for done in map(self._completed, self.pool.completions(timeout_s)) if done is not None]
         now = self.clock()
         overdue = [
-            (running, started)
-            for running, started in self._running.values()
+            running
+            for running in self._running.values()
             if now > running.deadline + (self.kill_grace_s if running.is_async else 0)
         ]
-        for running, started in overdue:
+        for running in overdue:
             # A thread cannot be stopped, and an async job that blocks its loop cannot be cancelled:
             # settle it as timed out now, write its slot off, and let the process be replaced.
             del self._running[running.seq]
@@ -122,14 +128,14 @@ class Runner:
                 running.timeout_s,
             )
             run_ms = (time.perf_counter() - running.started) * 1000
-            out.append(Done(started, Attempt.timed_out(running.timeout_s), _now_ms(), run_ms))
+            out.append(Done(Started.of(running), Attempt.timed_out(running.timeout_s), _now_ms(), run_ms))
         return out
 
     def _completed(self, completion: Completion) -> Done | None:
-        entry = self._running.pop(completion.seq, None)
-        if entry is None:
+        running = self._running.pop(completion.seq, None)
+        if running is None:
             return None  # settled already as timed out: never twice
-        return Done(entry[1], completion.attempt, completion.finished_ms, completion.run_ms)
+        return Done(Started.of(running), completion.attempt, completion.finished_ms, completion.run_ms)
 
     def _describe_inline(self) -> str:
         job = self._inline
