@@ -212,9 +212,19 @@ class Up:
         if not self.quiet:
             print(line, file=self.out, flush=True)
 
-    def table(self, ages: bool = True) -> str:
-        """The live table; `ages=False` leaves the OLDEST column blank (to tell a change from time passing)."""
-        lines = []
+    def table(self) -> str:
+        return self._tables()[0]
+
+    def _tables(self) -> tuple[str, str]:
+        """The live table, and the same with the OLDEST column blank: what tells a change from time
+        passing. One read of Redis for both."""
+        lines: list[str] = []
+        keys: list[str] = []  # the lines as compared: the same, but for the queue rows' ages
+
+        def both(line: str) -> None:
+            lines.append(line)
+            keys.append(line)
+
         # the runtime figures are kept per minute: the last RATE_WINDOW_MIN - 1 whole ones and this one
         covered_min = RATE_WINDOW_MIN - 1 + (time.time() % 60) / 60
         for sup in self.supervisors:
@@ -223,8 +233,8 @@ class Up:
             for pool in sup.pools:
                 for name in pool.pool.served:
                     processes[name] = processes.get(name, 0) + len(pool.processes)
-            lines.append(f"supervisor {sup.name} (balance {spec.balance}) on {redacted(self.redis_url)}")
-            lines.append(
+            both(f"supervisor {sup.name} (balance {spec.balance}) on {redacted(self.redis_url)}")
+            both(
                 f"  {'QUEUE':<20} {'READY':>7} {'RESERVED':>8} {'FAILED':>6} {'JOBS/MIN':>8} {'AVG RUN':>8} "
                 f"{'PROCS':>5} {'PAUSED':>6} {'OLDEST':>8}"
             )
@@ -233,12 +243,13 @@ class Up:
                 runs = sup.inspector.runs(names, RATE_WINDOW_MIN)
                 for s in sup.inspector.stats(names) if names else []:
                     run = runs[s.queue]
-                    oldest = duration(s.oldest_age_s) if ages else ""
-                    lines.append(
+                    row = (
                         f"  {s.queue:<20} {s.ready:>7} {s.reserved:>8} {s.failed:>6} {run.jobs / covered_min:>8.1f} "
                         f"{duration(None if run.average_ms is None else run.average_ms / 1000):>8} "
-                        f"{processes.get(s.queue, 0):>5} {'yes' if s.paused else 'no':>6} {oldest:>8}"
+                        f"{processes.get(s.queue, 0):>5} {'yes' if s.paused else 'no':>6} "
                     )
+                    lines.append(f"{row}{duration(s.oldest_age_s):>8}")
+                    keys.append(row)
                 if spec.tenants is not None:
                     figures = sup.inspector.tenant_figures(spec.tenants.queue_prefix)
                     waiting = sum(f.waiting for f in figures)
@@ -246,18 +257,18 @@ class Up:
                     worst = max((f.p99_wait_ms for f in figures if f.p99_wait_ms is not None), default=None)
                     quarantined = sum(1 for f in figures if f.quarantined)
                     paused = sum(1 for f in figures if f.paused)
-                    lines.append(
+                    both(
                         f"  tenants {spec.tenants.queue_prefix}*: {waiting} jobs waiting across {tenants} tenants, "
                         f"{quarantined} quarantined, {paused} paused, worst p99 wait "
                         f"{duration(None if worst is None else worst / 1000)}"
                     )
             except CONNECTION_ERRORS as exc:
-                lines.append(f"  Redis unreachable: {exc}")
+                both(f"  Redis unreachable: {exc}")
             restarts = sum(p.restarts for p in sup.pools)
             if restarts:
-                lines.append(f"  crashed workers restarted: {restarts}")
-        lines.append(f"  (JOBS/MIN and AVG RUN over the last {RATE_WINDOW_MIN} min)")
-        return "\n".join(lines)
+                both(f"  crashed workers restarted: {restarts}")
+        both(f"  (JOBS/MIN and AVG RUN over the last {RATE_WINDOW_MIN} min)")
+        return "\n".join(lines), "\n".join(keys)
 
     def _render(self) -> None:
         """A screen redrawn every tick on a terminal; otherwise a log: a timestamped table at most every
@@ -269,7 +280,7 @@ class Up:
         if time.monotonic() - self._last_render < LOG_EVERY_S:
             return
         # What counts as a change: every figure but the oldest job's age, which grows by itself.
-        key, text = self.table(ages=False), self.table()
+        text, key = self._tables()
         self._last_render = time.monotonic()
         if key == self._last_table:
             return
