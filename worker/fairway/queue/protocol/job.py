@@ -143,7 +143,7 @@ def new_job(
     if not isinstance(handler, str) or not HANDLER_PATTERN.fullmatch(handler):
         raise JobError(
             f"handler {handler!r} is not a handler name: start with a letter or _, then letters, digits, _ . : "
-            "(at most 200)",
+            f"(at most {MAX_HANDLER_LENGTH})",
             code="BAD_HANDLER",
         )
     if tenant is not None:
