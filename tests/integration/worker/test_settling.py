@@ -95,8 +95,8 @@ def test_a_drain_acknowledges_each_job_as_it_finishes(redis_url: str, tmp_path: 
         # The quick job's acknowledgement is in Redis now, not when the long job ends 5 s later: had
         # it waited, its 3 s reservation would expire and another worker would run it again.
         assert wait_until(lambda: reserved(redis_url) == 1, 2), "the quick job was acknowledged during the drain"
-        raw = redis.Redis.from_url(redis_url).zrange("fairway:{default}:reserved", 0, -1)
-        assert len(raw) == 1 and b'"long"' in raw[0]
+        held = list(redis.Redis.from_url(redis_url).hgetall("fairway:{default}:leased").values())
+        assert len(held) == 1 and b'"long"' in held[0]
     finally:
         _, err = worker.communicate(timeout=30)
     assert worker.returncode == 0, err[-2000:]

@@ -9,7 +9,6 @@ CRD's names; the one unit change (the quarantine window, seconds in the spec, ms
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -66,16 +65,13 @@ class Reservation:
     attempts: int  # attempts started, this one included (a lost attempt is given back)
     tenant: str | None = None
     lost: int = 0  # times it was running when its worker vanished (its reservation expired)
+    member: bytes = b""  # what the reserved set holds for it, `<job key>\t<tag>`: what settles and renews it
 
-    @property
-    def member(self) -> bytes:
-        """What the reserved set holds: the document, prefixed by '<tenant>\\t' inside a tenant group."""
-        return self.payload if self.tenant is None else self.tenant.encode() + b"\t" + self.payload
 
-    @property
-    def digest(self) -> str:
-        """sha1 of the member: the key of its lease and its counters (lib.lua)."""
-        return hashlib.sha1(self.member).hexdigest()
+def holder_tag(worker: str, call: int) -> str:
+    """The tag a reserve call gives its reservations (lib.lua's lease): the worker, then the call's
+    number in that worker, so a reservation names who holds it and no two are alike."""
+    return f"{worker.replace(chr(9), ' ')}:{call}"
 
 
 def _active(active: str | None) -> list[str]:
@@ -128,9 +124,10 @@ class ReserveCall:
     keys: list[str]
     fixed: list[Any]
 
-    def call(self, acks: Sequence[Ack], draws: Sequence[float]) -> ScriptCall:
-        """Acknowledge `acks` and reserve up to len(draws) jobs, each drawn with its own uniform number."""
-        args = [*self.fixed, len(acks)]
+    def call(self, holder: str, acks: Sequence[Ack], draws: Sequence[float]) -> ScriptCall:
+        """Acknowledge `acks` and reserve up to len(draws) jobs, each drawn with its own uniform number,
+        tagged `holder` (see `holder_tag`)."""
+        args = [*self.fixed, holder, len(acks)]
         for done, bucket in acks:
             args += (done.queue, done.member, bucket)
         args.append(len(draws))
@@ -157,35 +154,37 @@ def register(globals_: GlobalKeys, served: tuple[str, str], weights: dict[str, i
     return ScriptCall("register", [*served, globals_.queues], [ttl_s, *pairs])
 
 
-def renew(reserved: str, leased: str, digests: Sequence[str], retry_after_ms: int) -> ScriptCall:
-    """Renew the leases of these reservations (sha1 of each member) in one family's keys."""
-    return ScriptCall("renew", [reserved, leased], [retry_after_ms, *digests])
+def renew(reserved: str, members: Sequence[bytes], retry_after_ms: int) -> ScriptCall:
+    """Renew the leases of these reservations (their members) in one family's reserved set."""
+    return ScriptCall("renew", [reserved], [retry_after_ms, *members])
 
 
-def reserve_one(k: QueueKeys, retry_after_ms: int) -> ScriptCall:
-    return ScriptCall("reserve_one", [k.ready, k.reserved, k.notify, k.attempts, k.paused, k.leased], [retry_after_ms])
+def reserve_one(k: QueueKeys, retry_after_ms: int, holder: str) -> ScriptCall:
+    return ScriptCall(
+        "reserve_one", [k.ready, k.reserved, k.notify, k.attempts, k.paused, k.leased], [retry_after_ms, holder]
+    )
 
 
-def reserve_tenant(group: TenantGroup, u: float, retry_after_ms: int) -> ScriptCall:
-    return ScriptCall("reserve_tenant", [group.keys.ring], [*group.argv(), repr(u), retry_after_ms])
+def reserve_tenant(group: TenantGroup, u: float, retry_after_ms: int, holder: str) -> ScriptCall:
+    return ScriptCall("reserve_tenant", [group.keys.ring], [*group.argv(), repr(u), retry_after_ms, holder])
 
 
 # -- settling ----------------------------------------------------------------------------------------
 
 
-def ack(k: QueueKeys, document: bytes) -> ScriptCall:
-    return ScriptCall("ack", [k.reserved, k.attempts, k.leased], [document])
+def ack(k: QueueKeys, member: bytes) -> ScriptCall:
+    return ScriptCall("ack", [k.reserved, k.attempts, k.leased], [member])
 
 
 def ack_tenant(g: TenantGroupKeys, member: bytes, wait_bucket: int) -> ScriptCall:
     return ScriptCall("ack_tenant", [g.reserved], [g.base, member, wait_bucket])
 
 
-def release(k: QueueKeys, active: str | None, document: bytes, delay_ms: int) -> ScriptCall:
+def release(k: QueueKeys, active: str | None, member: bytes, delay_ms: int) -> ScriptCall:
     return ScriptCall(
         "release",
         [k.reserved, k.delayed, k.ready, k.notify, k.leased, *_active(active)],
-        [document, delay_ms, k.queue],
+        [member, delay_ms, k.queue],
     )
 
 
@@ -199,11 +198,11 @@ def release_tenant(
     )
 
 
-def fail(k: QueueKeys, document: bytes, job_id: str, record: str) -> ScriptCall:
+def fail(k: QueueKeys, member: bytes, job_id: str, record: str) -> ScriptCall:
     return ScriptCall(
         "fail",
         [k.reserved, k.attempts, k.failed, k.failed_index, k.leased],
-        [document, job_id, record, FAILED_KEPT],
+        [member, job_id, record, FAILED_KEPT],
     )
 
 

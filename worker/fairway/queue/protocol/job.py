@@ -1,7 +1,7 @@
 """The job document: a language-neutral JSON object, immutable once enqueued.
 
-The document travels as the exact bytes the producer wrote: the reserved set uses it as its member
-and its SHA-1 keys the attempt counter, so nothing (worker, script) ever re-encodes it. Attempts are
+The document travels as the exact bytes the producer wrote: nothing (worker, script) ever re-encodes
+it. Reservations and attempt counters are keyed by its id (lib.lua's job key), and attempts are
 counted in Redis, not in the document. See docs/protocol.md.
 
 Any producer in any language can write any bytes, so `decode` is total: whatever it is given, it

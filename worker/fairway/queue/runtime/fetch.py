@@ -11,6 +11,7 @@ Everything else (settling, housekeeping, runtimes) is the same for both and live
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import time
@@ -22,9 +23,10 @@ from fairway.queue.access.figures import RunTally
 from fairway.queue.access.producer import Producer
 from fairway.queue.connection import RedisClient, is_cluster
 from fairway.queue.protocol import calls
-from fairway.queue.protocol.calls import NO_WAIT_BUCKET, Ack, Reservation, ScriptCall, TenantGroup
+from fairway.queue.protocol.calls import NO_WAIT_BUCKET, Ack, Reservation, ScriptCall, TenantGroup, holder_tag
 from fairway.queue.protocol.keys import GlobalKeys, QueueKeys, family_keys
 from fairway.queue.protocol.scheduling import rank_table, weighted_order
+from fairway.queue.runtime.identity import worker_identity
 from fairway.queue.runtime.settings import WorkerSettings
 
 POLL_S = 0.1  # idle polling interval where one blocking read is impossible (cluster) or not wanted
@@ -35,8 +37,16 @@ RUNTIMES_KEPT_S = 900  # per-minute runtime counters, for the auto-balancer's 5-
 class Fetcher(ABC):
     """The worker's Redis side, whichever the strategy."""
 
-    def __init__(self, client: RedisClient, settings: WorkerSettings, rng: random.Random | None = None) -> None:
+    def __init__(
+        self,
+        client: RedisClient,
+        settings: WorkerSettings,
+        rng: random.Random | None = None,
+        identity: str | None = None,
+    ) -> None:
         self.client = client
+        self.identity = identity or worker_identity()
+        self._calls = itertools.count(1)
         self.prefix = settings.prefix
         self.producer = Producer(client, settings.prefix)
         self.scripts = self.producer.scripts
@@ -52,6 +62,10 @@ class Fetcher(ABC):
     @property
     def active(self) -> str | None:
         return self.producer.active
+
+    def _holder(self) -> str:
+        """A fresh tag for one reserve call's reservations (calls.holder_tag)."""
+        return holder_tag(self.identity, next(self._calls))
 
     # -- the strategy ----------------------------------------------------------------------------
 
@@ -76,19 +90,18 @@ class Fetcher(ABC):
     def renew(self, held: Sequence[Reservation]) -> list[Reservation]:
         """Renew the leases of the jobs this process holds: one call per queue or tenant group (each
         touches one slot, so it is legal on a cluster). Returns those whose lease had already run out."""
-        families: dict[tuple[str, str], list[Reservation]] = {}
+        families: dict[str, list[Reservation]] = {}
         for reservation in held:
             if self.group is not None and reservation.tenant is not None:
-                keys: tuple[str, str] = (self.group.keys.reserved, self.group.keys.leased)
+                reserved = self.group.keys.reserved
             else:
-                k = self._keys(reservation)
-                keys = (k.reserved, k.leased)
-            families.setdefault(keys, []).append(reservation)
+                reserved = self._keys(reservation).reserved
+            families.setdefault(reserved, []).append(reservation)
         gone: list[Reservation] = []
-        for (reserved, leased), reservations in families.items():
-            by_digest = {r.digest: r for r in reservations}
-            missing = self.scripts.run(calls.renew(reserved, leased, list(by_digest), self.retry_after_ms))
-            gone += [by_digest[d.decode() if isinstance(d, bytes) else d] for d in missing]
+        for reserved, reservations in families.items():
+            by_member = {r.member: r for r in reservations}
+            missing = self.scripts.run(calls.renew(reserved, list(by_member), self.retry_after_ms))
+            gone += [by_member[m if isinstance(m, bytes) else m.encode()] for m in missing]
         return gone
 
     def abandon_wait(self) -> None:
@@ -100,14 +113,14 @@ class Fetcher(ABC):
     def ack(self, reservation: Reservation, wait_bucket: int = NO_WAIT_BUCKET) -> bool:
         if self.group is not None and reservation.tenant is not None:
             return bool(self.scripts.run(calls.ack_tenant(self.group.keys, reservation.member, wait_bucket)))
-        return bool(self.scripts.run(calls.ack(self._keys(reservation), reservation.payload)))
+        return bool(self.scripts.run(calls.ack(self._keys(reservation), reservation.member)))
 
     def release(self, reservation: Reservation, delay_ms: int, wait_bucket: int = NO_WAIT_BUCKET) -> bool:
         """A failed attempt with tries left goes back, after `delay_ms` (backoff) or at once."""
         if self.group is not None and reservation.tenant is not None:
             call = calls.release_tenant(self.group, self.active, reservation.member, delay_ms, wait_bucket)
         else:
-            call = calls.release(self._keys(reservation), self.active, reservation.payload, delay_ms)
+            call = calls.release(self._keys(reservation), self.active, reservation.member, delay_ms)
         return bool(self.scripts.run(call))
 
     def fail(
@@ -117,7 +130,7 @@ class Fetcher(ABC):
         if self.group is not None and reservation.tenant is not None:
             self.scripts.run(calls.fail_tenant(self.group, reservation.member, job_id, text, wait_bucket))
         else:
-            self.scripts.run(calls.fail(self._keys(reservation), reservation.payload, job_id, text))
+            self.scripts.run(calls.fail(self._keys(reservation), reservation.member, job_id, text))
 
     def _keys(self, reservation: Reservation) -> QueueKeys:
         return QueueKeys(self.prefix, reservation.queue)
@@ -183,8 +196,14 @@ class Fetcher(ABC):
 
 
 class StandaloneFetcher(Fetcher):
-    def __init__(self, client: RedisClient, settings: WorkerSettings, rng: random.Random | None = None) -> None:
-        super().__init__(client, settings, rng)
+    def __init__(
+        self,
+        client: RedisClient,
+        settings: WorkerSettings,
+        rng: random.Random | None = None,
+        identity: str | None = None,
+    ) -> None:
+        super().__init__(client, settings, rng, identity)
         self.served_keys = self.globals.served(tuple(self.served), (int(self.strict), *self.ranks))
         self._reserve_call = calls.reserve(
             self.globals, self.served_keys, self.group, retry_after_ms=self.retry_after_ms, strict=self.strict
@@ -205,7 +224,7 @@ class StandaloneFetcher(Fetcher):
         if not self._registered:
             self.refresh()
         random = self.rng.random
-        flat = self.scripts.run_hot(self._reserve_call.call(acks, [random() for _ in range(count)]))
+        flat = self.scripts.run_hot(self._reserve_call.call(self._holder(), acks, [random() for _ in range(count)]))
         return [
             Reservation(
                 flat[i].decode(),
@@ -213,8 +232,9 @@ class StandaloneFetcher(Fetcher):
                 int(flat[i + 2]),
                 flat[i + 3].decode() if flat[i + 3] else None,
                 int(flat[i + 4]),
+                flat[i + 5],
             )
-            for i in range(0, len(flat), 5)
+            for i in range(0, len(flat), 6)
         ]
 
     def wait_for_work(self, block_for_s: float, until_maintenance_s: float) -> None:
@@ -247,21 +267,24 @@ class ClusterFetcher(Fetcher):
 
     def _reserve_one(self) -> Reservation | None:
         u = self.rng.random()
+        holder = self._holder()
         for name in weighted_order(self.served, self.weights, (), self.rng):
             if self.group is not None and name == self.group.name:
-                result = self.scripts.run(calls.reserve_tenant(self.group, u, self.retry_after_ms))
+                result = self.scripts.run(calls.reserve_tenant(self.group, u, self.retry_after_ms, holder))
                 if result:
-                    tenant, payload, attempts, lost = result
-                    return Reservation(name, payload, int(attempts), tenant.decode(), int(lost))
+                    tenant, payload, attempts, lost, member = result
+                    return Reservation(name, payload, int(attempts), tenant.decode(), int(lost), member)
                 continue
-            result = self.scripts.run(calls.reserve_one(QueueKeys(self.prefix, name), self.retry_after_ms))
+            result = self.scripts.run(calls.reserve_one(QueueKeys(self.prefix, name), self.retry_after_ms, holder))
             if result:
-                payload, attempts, lost = result
-                return Reservation(name, payload, int(attempts), None, int(lost))
+                payload, attempts, lost, member = result
+                return Reservation(name, payload, int(attempts), None, int(lost), member)
         return None
 
 
-def fetcher_for(client: RedisClient, settings: WorkerSettings, rng: random.Random | None = None) -> Fetcher:
+def fetcher_for(
+    client: RedisClient, settings: WorkerSettings, rng: random.Random | None = None, identity: str | None = None
+) -> Fetcher:
     """The strategy for this client: decided here, once, and nowhere else."""
     strategy = ClusterFetcher if is_cluster(client) else StandaloneFetcher
-    return strategy(client, settings, rng)
+    return strategy(client, settings, rng, identity)

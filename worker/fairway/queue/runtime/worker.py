@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import logging
 import os
-import socket
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -34,8 +32,8 @@ from fairway.queue.access.progress import ProgressBoard
 from fairway.queue.connection import OUTAGE_ERRORS, is_outage
 from fairway.queue.protocol.calls import NO_WAIT_BUCKET, Ack, Reservation
 from fairway.queue.protocol.context import JobContext
-from fairway.queue.protocol.job import Job, JobError, check_placement, decode
-from fairway.queue.runtime.execution import Attempt, Outcome, failure_record, refusal_of
+from fairway.queue.protocol.job import JobError, check_placement, decode
+from fairway.queue.runtime.execution import Attempt, Outcome, refusal_of
 from fairway.queue.runtime.fetch import POLL_S, Fetcher
 from fairway.queue.runtime.handlers import Registry, UnknownHandler
 from fairway.queue.runtime.housekeeping import Housekeeping
@@ -47,9 +45,10 @@ from fairway.queue.runtime.metrics import UNREGISTERED, WorkerMetrics
 from fairway.queue.runtime.metrics import serve as serve_metrics
 from fairway.queue.runtime.runner import Done, Runner, Started
 from fairway.queue.runtime.settings import WorkerSettings
+from fairway.queue.runtime.settling import Settler
+from fairway.queue.runtime.stopping import Stopping
 
 log = logging.getLogger("fairway.worker")
-SETTLE_ON_STOP_S = 10.0  # stopping with Redis down: how long finished jobs' outcomes keep being retried
 
 
 class Tick(StrEnum):
@@ -84,8 +83,10 @@ class Worker:
         self.metrics = WorkerMetrics(registry.names(), lambda: self.runner.running, lambda: self.free_slots)
         self.leases = Leases(fetcher, settings.retry_after_ms / 1000)
         self.ledger = Ledger(self.leases.settled)
-        self.housekeeping = Housekeeping(
-            fetcher, settings.maintenance_interval_s, clock, f"{socket.gethostname()}:{os.getpid()}", self._beat
+        self.settler = Settler(self.ledger, fetcher, settings)
+        self.housekeeping = Housekeeping(fetcher, settings.maintenance_interval_s, clock, fetcher.identity, self._beat)
+        self.stopping = Stopping(
+            self.runner, self.ledger, self.housekeeping, clock, self._collect, self._wait_s, self._send_acks
         )
         self._seq = 0
         self._jobs_done = 0
@@ -148,47 +149,13 @@ class Worker:
                     self._idle(functools.partial(time.sleep, wait_s))
 
     def _drain(self) -> None:
-        """Take nothing more; let every running job finish (or time out) and settle each as it finishes,
-        housekeeping (heartbeats included) going on meanwhile; through an outage, with backoff."""
+        """Take nothing more; let every running job finish (or time out) and settle each as it finishes."""
         if self.runner.stuck and not self.signals.reason:
             self.signals.reason = f"{self.runner.stuck} slot(s) stuck in jobs past their timeout"
-        backoff = Backoff(self.clock)
-        give_up_at: float | None = None
-        while self.runner.pooled or len(self.ledger):
-            try:
-                if self.runner.pooled:
-                    self._collect(self._wait_s())
-                self.ledger.flush(self._send_acks)
-                if self.housekeeping.due():
-                    self.housekeeping.run()
-                backoff.succeeded()
-            except OUTAGE_ERRORS as exc:
-                if not is_outage(exc):
-                    raise
-                if not self.runner.pooled:
-                    give_up_at = give_up_at or self.clock() + SETTLE_ON_STOP_S
-                    if self.clock() >= give_up_at:
-                        return  # _shutdown says what is left; those jobs run again once their reservations expire
-                time.sleep(backoff.failed(exc, "while draining"))
+        self.stopping.drain()  # (what it could not settle, _shutdown reports)
 
     def _shutdown(self) -> None:
-        """The last settles and figures, out of the workers hash; shutdown paths log and never raise."""
-        try:
-            self.ledger.flush(self._send_acks)
-        except Exception as exc:
-            log.error(
-                "could not settle %d finished job(s) on shutdown (%s); they run again once their reservations expire",
-                len(self.ledger),
-                exc,
-            )
-        for step in (self.housekeeping.write_runtimes, self.housekeeping.leave):
-            with contextlib.suppress(Exception):
-                step()
-        self.leases.stop()
-        self.runner.close()
-        self.rss.close()
-        with contextlib.suppress(Exception):
-            self.joblog.flush()
+        self.stopping.shutdown((self.leases.stop, self.runner.close, self.rss.close, self.joblog.flush))
         jobs = f"{self._jobs_done} job{'' if self._jobs_done == 1 else 's'}"
         log.info("worker stopped after %s (%s)", jobs, self.exit_reason or "stopped")
 
@@ -353,10 +320,9 @@ class Worker:
         """One finished job: settled (into the ledger), counted, logged; exactly once."""
         started, attempt = done.started, done.attempt
         reservation, job = started.reservation, started.job
-        max_tries = job.max_tries or self.settings.tries
         waited_ms = started.started_ms - job.ready_since_ms
         bucket = wait_bucket(waited_ms) if job.enqueued_at else NO_WAIT_BUCKET
-        outcome = self._settle(reservation, job, attempt, max_tries, bucket)
+        outcome = self.settler.settle(reservation, job, attempt, bucket)
         self._jobs_done += 1
         wait_s = waited_ms / 1000 if job.enqueued_at else None
         self.metrics.job_finished(reservation.queue, job.handler, outcome.value, done.run_ms / 1000, wait_s)
@@ -376,25 +342,9 @@ class Worker:
             )
         self._check_memory()
 
-    def _settle(self, reservation: Reservation, job: Job, attempt: Attempt, max_tries: int, bucket: int) -> Outcome:
-        """Into the ledger: written to Redis by the next call, and kept until one succeeds."""
-        if attempt.outcome is Outcome.OK:
-            self.ledger.ack(reservation, bucket)
-            return Outcome.OK
-        if attempt.outcome is Outcome.RETRY and reservation.attempts < max_tries:
-            delay_ms = int(self.settings.backoff_for(reservation.attempts) * 1000)
-            self.ledger.later(reservation, functools.partial(self.fetcher.release, reservation, delay_ms, bucket))
-            return Outcome.RETRY
-        record = failure_record(reservation, job.id, attempt)
-        self.ledger.later(reservation, functools.partial(self.fetcher.fail, reservation, job.id, record, bucket))
-        return Outcome.FAILED
-
     def _fail_malformed(self, reservation: Reservation, error: JobError) -> None:
         """Settled once, under its own id when it has a readable one; the queue moves on."""
-        job_id = error.job_id or hashlib.sha1(reservation.payload).hexdigest()
-        attempt = Attempt(Outcome.FAILED, f"MalformedJob: {error}")
-        record = failure_record(reservation, job_id, attempt)
-        self.ledger.later(reservation, functools.partial(self.fetcher.fail, reservation, job_id, record))
+        job_id = self.settler.malformed(reservation, error)
         self._jobs_done += 1
         self.metrics.job_finished(reservation.queue, UNREGISTERED, "malformed", 0.0, None)
         self.joblog.malformed(reservation.queue, reservation.tenant, job_id, reservation.attempts, str(error))

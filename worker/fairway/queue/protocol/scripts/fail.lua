@@ -1,9 +1,11 @@
 #!lua flags=allow-oom
 -- Store a job as failed for good (tries used up, unknown handler, malformed document).
 -- KEYS[1] reserved   KEYS[2] attempts   KEYS[3] failed hash   KEYS[4] failed index   KEYS[5] leased
--- ARGV[1] job document   ARGV[2] job id   ARGV[3] failure record (JSON)   ARGV[4] most records kept
--- Returns 1, or 0 when the lease had already run out.
-local digest = unlease(KEYS[1], KEYS[5], ARGV[1])
-forget_counts(KEYS[2], digest or redis.sha1hex(ARGV[1]))
+-- ARGV[1] reservation member (`<job key>\t<tag>`)   ARGV[2] job id   ARGV[3] failure record (JSON)
+-- ARGV[4] most records kept
+-- Returns 1, or 0 when the lease had already run out (the record is kept all the same; the job's
+-- counters then belong to whoever holds it now).
+local jk = unlease(KEYS[1], KEYS[5], ARGV[1])
+if jk then forget_counts(KEYS[2], jk) end
 store_failure(KEYS[3], KEYS[4], ARGV[2], ARGV[3], now_ms(), tonumber(ARGV[4]))
-return digest and 1 or 0
+return jk and 1 or 0

@@ -1,7 +1,7 @@
 #!lua flags=allow-oom
 -- Store a tenant job as failed for good, counting the failure for quarantine and the figures.
 -- KEYS[1] G .. 'reserved'
--- ARGV[1..5] the tenant group (see read_group)   ARGV[6] member   ARGV[7] job id
+-- ARGV[1..5] the tenant group (see read_group)   ARGV[6] reservation member   ARGV[7] job id
 -- ARGV[8] failure record (JSON)   ARGV[9] most records kept   ARGV[10] wait bucket (-1 = unknown)
 -- Returns 1.
 -- #include tenant_lib.lua
@@ -9,9 +9,11 @@ local group = read_group(ARGV, 1)
 local G, member = group.G, ARGV[6]
 local id = split_member(member)
 local now = now_ms()
-local digest = unlease(G .. GK.reserved, G .. GK.leased, member)
-if digest then leave_flight(G, id) end
-forget_counts(G .. GK.attempts, digest or redis.sha1hex(member))
+local jk = unlease(G .. GK.reserved, G .. GK.leased, member)
+if jk then
+  leave_flight(G, id)
+  forget_counts(G .. GK.attempts, jk)
+end
 record_failure(group, id, now)
 record_figures(G, id, now, 'f', tonumber(ARGV[10]))
 store_failure(G .. GK.failed, G .. GK.failed_index, ARGV[7], ARGV[8], now, tonumber(ARGV[9]))

@@ -13,14 +13,17 @@ local limit = tonumber(ARGV[1])
 local function requeue(zset, lost)
   local members = redis.call('ZRANGEBYSCORE', zset, '-inf', now, 'LIMIT', 0, limit)
   for i = 1, #members do
-    redis.call('ZREM', zset, members[i])
+    local doc = members[i]
     if lost then
-      local digest = redis.sha1hex(members[i])
-      count_lost(KEYS[5], digest)
-      redis.call('HDEL', KEYS[6], digest)
+      local _, held = expire(zset, KEYS[6], KEYS[5], members[i])
+      doc = held
+    else
+      redis.call('ZREM', zset, members[i])
     end
-    redis.call('RPUSH', KEYS[1], members[i])
-    redis.call('RPUSH', KEYS[4], '1')
+    if doc then
+      redis.call('RPUSH', KEYS[1], doc)
+      redis.call('RPUSH', KEYS[4], '1')
+    end
   end
   return #members
 end

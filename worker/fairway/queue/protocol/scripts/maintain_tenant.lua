@@ -16,13 +16,10 @@ for i = 1, #due do
 end
 local expired = redis.call('ZRANGEBYSCORE', G .. GK.reserved, '-inf', now, 'LIMIT', 0, limit)
 for i = 1, #expired do
-  redis.call('ZREM', G .. GK.reserved, expired[i])
-  local digest = redis.sha1hex(expired[i])
-  redis.call('HDEL', G .. GK.leased, digest)
-  count_lost(G .. GK.attempts, digest)
-  local id, doc = split_member(expired[i])
+  local _, doc = expire(G .. GK.reserved, G .. GK.leased, G .. GK.attempts, expired[i])
+  local id = split_member(expired[i])
   leave_flight(G, id)
-  push_tenant(G, id, doc, now)
+  if doc then push_tenant(G, id, doc, now) end
 end
 local active = redis.call('LLEN', G .. GK.ring) + redis.call('LLEN', G .. GK.qring)
 if KEYS[2] and active > 0 then redis.call('SADD', KEYS[2], ARGV[3]) end

@@ -5,8 +5,10 @@
 -- KEYS[1] active set   KEYS[2] served-names set   KEYS[3] served weights hash (name -> weight or rank)
 -- ARGV[1] key prefix   ARGV[2] the lease in ms   ARGV[3] '1' = strict
 -- ARGV[4] the tenant group's served name ('' = none)   ARGV[5..9] the tenant group (see read_group)
--- ARGV[10] A, the number of acknowledgements, then A triples: served name ('@<queuePrefix>' = the
---   tenant group), member, wait bucket (-1 = unknown)
+-- ARGV[10] this call's holder tag, `<worker>:<call>` (the n-th job reserved gets `<holder>.<n>`)
+-- ARGV[11] A, the number of acknowledgements, then A triples: served name ('@<queuePrefix>' = the
+--   tenant group), reservation member (`<job key>\t<tag>`, see lib.lua's lease), wait bucket
+--   (-1 = unknown)
 -- then C, the most jobs to reserve, then C numbers u, uniform in [0, 1), one per job drawn
 -- Per-queue keys are derived from the prefix (legal on standalone only; the cluster path uses
 -- reserve_one.lua). Candidates are the served names in the active set, so queues without work cost
@@ -15,8 +17,8 @@
 -- fairway/queue/protocol/scheduling.py), strict mode takes the lowest rank, and the tenant ring pops with its
 -- K in a row and its quarantine lane. The weights hash holds every served name's effective weight
 -- (written with the set, in one transaction).
--- Returns a flat array, five entries per job reserved: served name, document, attempts, tenant (or
--- false), lost. It runs when Redis is out of memory (allow-oom): taking and acknowledging jobs is
+-- Returns a flat array, six entries per job reserved: served name, document, attempts, tenant (or
+-- false), lost, reservation member. It runs when Redis is out of memory (allow-oom): taking and acknowledging jobs is
 -- what frees memory.
 -- #include tenant_lib.lua
 local prefix = ARGV[1]
@@ -27,8 +29,9 @@ if group_name ~= '' then
   G = group.G
 end
 
-local acks = tonumber(ARGV[10])
-for i = 11, 10 + 3 * acks, 3 do
+local holder = ARGV[10]
+local acks = tonumber(ARGV[11])
+for i = 12, 11 + 3 * acks, 3 do
   if group and ARGV[i] == group_name then
     ack_tenant(G, ARGV[i + 1], tonumber(ARGV[i + 2]))
   else
@@ -36,7 +39,7 @@ for i = 11, 10 + 3 * acks, 3 do
       queue_key(prefix, ARGV[i], QK.attempts), ARGV[i + 1])
   end
 end
-local wanted_at = 11 + 3 * acks
+local wanted_at = 12 + 3 * acks
 local wanted = tonumber(ARGV[wanted_at])
 
 local out = {}
@@ -50,16 +53,16 @@ local strict = ARGV[3] == '1'
 local deadline = now_ms() + tonumber(ARGV[2])
 
 -- One job from candidate `pick`, or nil when it has none (it then leaves the active set).
-local function take(pick, u)
+local function take(pick, u, tag)
   local q = candidates[pick]
   if group and q == group_name then
     if redis.call('EXISTS', G .. GK.paused) == 0 then
-      local got = pop_tenant(group, u, deadline)
+      local got = pop_tenant(group, u, deadline, tag)
       if got then
         if redis.call('LLEN', G .. GK.ring) + redis.call('LLEN', G .. GK.qring) == 0 then
           redis.call('SREM', KEYS[1], q)
         end
-        return {q, got[2], got[3], got[1], got[4]}
+        return {q, got[2], got[3], got[1], got[4], got[5]}
       end
       redis.call('SREM', KEYS[1], q)
     end
@@ -69,10 +72,11 @@ local function take(pick, u)
       -- A queue this empties stays in the active set until a draw finds it empty: one call less
       -- per job, one extra only when a queue runs dry.
       redis.call('LPOP', queue_key(prefix, q, QK.notify))
-      local digest = lease(queue_key(prefix, q, QK.reserved), queue_key(prefix, q, QK.leased), doc, deadline)
-      if digest then
-        local counts = count_attempt(queue_key(prefix, q, QK.attempts), digest)
-        return {q, doc, counts[1], false, counts[2]}
+      local jk = job_key(doc)
+      local member = lease(queue_key(prefix, q, QK.reserved), queue_key(prefix, q, QK.leased), jk, tag, doc, deadline)
+      if member then
+        local counts = count_attempt(queue_key(prefix, q, QK.attempts), jk)
+        return {q, doc, counts[1], false, counts[2], member}
       end
       doc = redis.call('LPOP', queue_key(prefix, q, QK.ready))  -- a copy of a job held now: dropped
     end
@@ -102,13 +106,13 @@ for j = 1, wanted do
       -- Where u fell inside the pick's interval is again uniform: reuse it if the pick has no work.
       u = math.min(math.max((target - low) / weights[pick], 0), 0.999999999)
     end
-    got = take(pick, u)
+    got = take(pick, u, holder .. '.' .. j)
     if got == nil then
       table.remove(candidates, pick)
       table.remove(weights, pick)
     end
   end
   if got == nil then break end
-  for k = 1, 5 do out[#out + 1] = got[k] end
+  for k = 1, 6 do out[#out + 1] = got[k] end
 end
 return out

@@ -1,7 +1,8 @@
 -- Tenant-group functions, spliced into the scripts that include them (see fairway/queue/protocol/scripts.py).
 -- Every key starts with G = '<prefix>:{tenants:<queuePrefix>}:', one hash tag, so one slot; the key
--- parts (GK) are listed in fairway/queue/protocol/keys.py. Tenant ids never contain a tab, so a member
--- '<id>\t<document>' splits unambiguously.
+-- parts (GK) are listed in fairway/queue/protocol/keys.py. Tenant ids never contain a tab, so a delayed
+-- member '<id>\t<document>' splits unambiguously, and so does a reservation member
+-- '<id>\t<job key>\t<tag>' (the job key of a tenant's job is '<tenant id>\t<job id>', see lib.lua).
 
 -- The tenant group's settings, passed by every script that needs them as five ARGV entries in this
 -- order (fairway/queue/protocol/scripts.py builds them): G, max_consecutive_jobs, quarantine_failures,
@@ -82,9 +83,9 @@ end
 
 -- Acknowledge a finished tenant job; figures ride in the same call.
 local function ack_tenant(G, member, wait_bucket)
-  local digest = unlease(G .. GK.reserved, G .. GK.leased, member)
-  if not digest then return 0 end
-  forget_counts(G .. GK.attempts, digest)
+  local jk = unlease(G .. GK.reserved, G .. GK.leased, member)
+  if not jk then return 0 end
+  forget_counts(G .. GK.attempts, jk)
   local id = split_member(member)
   leave_flight(G, id)
   record_figures(G, id, now_ms(), 'c', wait_bucket)
@@ -94,8 +95,9 @@ end
 -- Serve the next tenant: round-robin over the ring with at most max_consecutive_jobs in a row per
 -- tenant; the slow lane is drawn with weight sample_rate * (its length) against the ring's length,
 -- so each quarantined tenant gets sample_rate times a healthy tenant's turns. O(1) in the number
--- of tenants. Returns {id, document, attempts, lost} or false.
-local function pop_tenant(group, u, deadline)
+-- of tenants. `tag` names the reserving worker call (lib.lua's lease).
+-- Returns {id, document, attempts, lost, reservation member} or false.
+local function pop_tenant(group, u, deadline, tag)
   local G = group.G
   local ring, qring, state = G .. GK.ring, G .. GK.qring, G .. GK.state
   for _ = 1, 16 do
@@ -144,13 +146,13 @@ local function pop_tenant(group, u, deadline)
         else
           redis.call('HSET', state, curf, id, nf, n)
         end
-        local member = id .. '\t' .. doc
+        local jk = id .. '\t' .. job_key(doc)
         redis.call('LPOP', G .. GK.notify)
-        local digest = lease(G .. GK.reserved, G .. GK.leased, member, deadline)
-        if digest then
-          local counts = count_attempt(G .. GK.attempts, digest)
+        local member = lease(G .. GK.reserved, G .. GK.leased, jk, tag, doc, deadline)
+        if member then
+          local counts = count_attempt(G .. GK.attempts, jk)
           redis.call('HINCRBY', G .. GK.inflight, id, 1)
-          return {id, doc, counts[1], counts[2]}
+          return {id, doc, counts[1], counts[2], member}
         end
         -- a copy of a job held now (see lib.lua's lease): dropped; draw again
       end

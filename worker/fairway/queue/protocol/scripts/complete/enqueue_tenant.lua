@@ -15,57 +15,94 @@ local function queue_key(prefix, queue, part)
   return prefix .. ':{' .. queue .. '}:' .. part
 end
 
--- A job's counters are one field of its family's attempts hash, sha1(member) (its digest) -> attempts started
+-- A reservation is keyed by the job, not by the document's bytes. The job key (`jk`) is the job's id
+-- (`<tenant id>\t<job id>` in a tenant group; `#<sha1 of the document>` for a document whose id
+-- cannot be read, which the worker then fails as malformed). One reservation per job key: the
+-- member `<jk>\t<tag>` in `reserved` (score: its deadline), where the tag names the worker that holds
+-- it and the call that took it (`<worker>:<call>.<n>`), and `leased[jk]` = `<tag>\t<document>`. A
+-- stale worker (its lease ran out, the job was handed out again) therefore never settles the new
+-- holder's reservation: its member, tag included, is gone.
+local function job_key(doc)
+  -- The clients write `id` first: read it without decoding the document (a third of the script's time).
+  local id = string.match(doc, '^{"id":"([%w_%.:%-]+)"')
+  if id then return id end
+  local ok, parsed = pcall(cjson.decode, doc)
+  if ok and type(parsed) == 'table' and type(parsed.id) == 'string' and #parsed.id <= 256
+      and not string.find(parsed.id, '\t', 1, true) then
+    return parsed.id
+  end
+  return '#' .. redis.sha1hex(doc)
+end
+
+-- A reservation member's job key and tag (the tag is after the last tab).
+local function split_reservation(member)
+  return string.match(member, '^(.*)\t([^\t]*)$')
+end
+
+-- A job's counters are one field of its family's attempts hash, job key -> attempts started
 -- + LOST x times it was running when its worker vanished (its reservation expired): one HINCRBY
 -- counts an attempt and reads both.
 local LOST = 1048576  -- 2^20: attempts never reach it (max_tries is at most 1,000)
 
 -- Forget a job's counters (it is done, or failed for good).
-local function forget_counts(attempts, digest)
-  redis.call('HDEL', attempts, digest)
+local function forget_counts(attempts, jk)
+  redis.call('HDEL', attempts, jk)
 end
 
 -- Count one more attempt of a job being reserved; {attempts started, times lost}.
-local function count_attempt(attempts, digest)
-  local both = redis.call('HINCRBY', attempts, digest, 1)
+local function count_attempt(attempts, jk)
+  local both = redis.call('HINCRBY', attempts, jk, 1)
   return {both % LOST, math.floor(both / LOST)}
 end
 
 -- A reservation expired: its worker vanished mid-job. The attempt is given back (losing a worker
 -- is not the job's failure) and counted as lost instead, so a job that kills every worker that
 -- runs it can still be stopped (the worker fails it past its lost limit).
-local function count_lost(attempts, digest)
-  redis.call('HINCRBY', attempts, digest, LOST - 1)
+local function count_lost(attempts, jk)
+  redis.call('HINCRBY', attempts, jk, LOST - 1)
 end
 
--- A reservation is a lease: the member in `reserved` with its deadline, and in `leased` under the same
--- digest as its counters, so the worker holding it renews it by digest (renew.lua) while it lives,
--- without sending documents. A worker that dies stops renewing, and its jobs come back when the
--- lease runs out (seconds), not after the job's whole timeout.
--- False when a copy with the same bytes is leased already (a producer sent one document twice): the
--- caller drops this copy, which is the same job, instead of letting two copies share one lease.
--- Returns the member's digest (sha1, computed once per job), or false for such a copy.
-local function lease(reserved, leased, member, deadline)
-  if redis.call('ZADD', reserved, 'NX', deadline, member) == 0 then return false end
-  local digest = redis.sha1hex(member)
-  redis.call('HSET', leased, digest, member)
-  return digest
+-- Lease job `jk` (document `doc`) to the worker call `tag` until `deadline`: the worker holding it
+-- renews it by its member (renew.lua) while it lives; a worker that dies stops renewing and its jobs
+-- come back when the lease runs out (seconds), not after the job's whole timeout.
+-- Returns the member, or false when the job is leased already: a copy of a job that is running
+-- (a producer sent its document, or one with the same id, twice) is that job, and is dropped.
+local function lease(reserved, leased, jk, tag, doc, deadline)
+  if redis.call('HSETNX', leased, jk, tag .. '\t' .. doc) == 0 then return false end
+  local member = jk .. '\t' .. tag
+  redis.call('ZADD', reserved, deadline, member)
+  return member
 end
 
--- End a lease; its digest, or false when it had already run out (the job may be running elsewhere).
+-- End a lease; the job key and its document, or false when the lease had already run out (the job
+-- may be running elsewhere, under another member).
 local function unlease(reserved, leased, member)
   if redis.call('ZREM', reserved, member) == 0 then return false end
-  local digest = redis.sha1hex(member)
-  redis.call('HDEL', leased, digest)
-  return digest
+  local jk = split_reservation(member)
+  local held = redis.call('HGET', leased, jk)
+  redis.call('HDEL', leased, jk)
+  local doc = held and string.sub(held, string.find(held, '\t', 1, true) + 1) or ''
+  return jk, doc
+end
+
+-- An expired lease: out of `reserved` and `leased`, the attempt counted as lost; the job key and
+-- its document (false when the lease index had lost it: nothing to put back).
+local function expire(reserved, leased, attempts, member)
+  redis.call('ZREM', reserved, member)
+  local jk = split_reservation(member)
+  local held = redis.call('HGET', leased, jk)
+  redis.call('HDEL', leased, jk)
+  count_lost(attempts, jk)
+  if not held then return jk, false end
+  return jk, string.sub(held, string.find(held, '\t', 1, true) + 1)
 end
 
 -- Acknowledge a plain job: end its lease and drop its counters. 1, or 0 when the lease had already
 -- run out (the job may be running again elsewhere).
-local function ack_job(reserved, leased, attempts, doc)
-  local digest = unlease(reserved, leased, doc)
-  if not digest then return 0 end
-  forget_counts(attempts, digest)
+local function ack_job(reserved, leased, attempts, member)
+  local jk = unlease(reserved, leased, member)
+  if not jk then return 0 end
+  forget_counts(attempts, jk)
   return 1
 end
 
@@ -93,8 +130,9 @@ end
 -- BAD_DOCUMENT, BAD_ID, BAD_HANDLER or MISMATCH.
 -- Tenant-group functions, spliced into the scripts that include them (see fairway/queue/protocol/scripts.py).
 -- Every key starts with G = '<prefix>:{tenants:<queuePrefix>}:', one hash tag, so one slot; the key
--- parts (GK) are listed in fairway/queue/protocol/keys.py. Tenant ids never contain a tab, so a member
--- '<id>\t<document>' splits unambiguously.
+-- parts (GK) are listed in fairway/queue/protocol/keys.py. Tenant ids never contain a tab, so a delayed
+-- member '<id>\t<document>' splits unambiguously, and so does a reservation member
+-- '<id>\t<job key>\t<tag>' (the job key of a tenant's job is '<tenant id>\t<job id>', see lib.lua).
 
 -- The tenant group's settings, passed by every script that needs them as five ARGV entries in this
 -- order (fairway/queue/protocol/scripts.py builds them): G, max_consecutive_jobs, quarantine_failures,
@@ -175,9 +213,9 @@ end
 
 -- Acknowledge a finished tenant job; figures ride in the same call.
 local function ack_tenant(G, member, wait_bucket)
-  local digest = unlease(G .. 'reserved', G .. 'leased', member)
-  if not digest then return 0 end
-  forget_counts(G .. 'attempts', digest)
+  local jk = unlease(G .. 'reserved', G .. 'leased', member)
+  if not jk then return 0 end
+  forget_counts(G .. 'attempts', jk)
   local id = split_member(member)
   leave_flight(G, id)
   record_figures(G, id, now_ms(), 'c', wait_bucket)
@@ -187,8 +225,9 @@ end
 -- Serve the next tenant: round-robin over the ring with at most max_consecutive_jobs in a row per
 -- tenant; the slow lane is drawn with weight sample_rate * (its length) against the ring's length,
 -- so each quarantined tenant gets sample_rate times a healthy tenant's turns. O(1) in the number
--- of tenants. Returns {id, document, attempts, lost} or false.
-local function pop_tenant(group, u, deadline)
+-- of tenants. `tag` names the reserving worker call (lib.lua's lease).
+-- Returns {id, document, attempts, lost, reservation member} or false.
+local function pop_tenant(group, u, deadline, tag)
   local G = group.G
   local ring, qring, state = G .. 'ring', G .. 'qring', G .. 'state'
   for _ = 1, 16 do
@@ -237,13 +276,13 @@ local function pop_tenant(group, u, deadline)
         else
           redis.call('HSET', state, curf, id, nf, n)
         end
-        local member = id .. '\t' .. doc
+        local jk = id .. '\t' .. job_key(doc)
         redis.call('LPOP', G .. 'notify')
-        local digest = lease(G .. 'reserved', G .. 'leased', member, deadline)
-        if digest then
-          local counts = count_attempt(G .. 'attempts', digest)
+        local member = lease(G .. 'reserved', G .. 'leased', jk, tag, doc, deadline)
+        if member then
+          local counts = count_attempt(G .. 'attempts', jk)
           redis.call('HINCRBY', G .. 'inflight', id, 1)
-          return {id, doc, counts[1], counts[2]}
+          return {id, doc, counts[1], counts[2], member}
         end
         -- a copy of a job held now (see lib.lua's lease): dropped; draw again
       end
