@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from fairway.queue.protocol.calls import Reservation
 from fairway.queue.runtime.fetch import Fetcher
@@ -24,8 +24,9 @@ MAX_RENEW_EVERY_S = 2.0  # however long retryAfter is, leases are renewed at lea
 
 
 class Leases:
-    def __init__(self, fetcher: Fetcher, retry_after_s: float) -> None:
+    def __init__(self, fetcher: Fetcher, retry_after_s: float, beat: Callable[[], None] = lambda: None) -> None:
         self.fetcher = fetcher
+        self.beat = beat  # the heartbeat, written after each round while this process holds jobs
         self.every_s = min(retry_after_s / 3, MAX_RENEW_EVERY_S)
         self._held: dict[int, Reservation] = {}  # by id(): two copies of one document are two leases
         self._lost: set[int] = set()
@@ -55,6 +56,7 @@ class Leases:
             held = list(self._held.values())
         if not held:
             return
+        self.beat()
         for reservation in self.fetcher.renew(held):
             # Gone: its lease ran out, or (the usual case) its acknowledgement reached Redis while this
             # round was under way. Only a job that has not started yet is acted on (`lost`).

@@ -81,7 +81,7 @@ class Worker:
         self.runner = Runner(settings.concurrency, clock, settings.kill_grace_s)
         self.progress = ProgressBoard(fetcher.client, settings.prefix)
         self.metrics = WorkerMetrics(registry.names(), lambda: self.runner.running, lambda: self.free_slots)
-        self.leases = Leases(fetcher, settings.retry_after_ms / 1000)
+        self.leases = Leases(fetcher, settings.retry_after_ms / 1000, lambda: self.housekeeping.beat_now())
         self.ledger = Ledger(self.leases.settled)
         self.settler = Settler(self.ledger, fetcher, settings)
         self.housekeeping = Housekeeping(fetcher, settings.maintenance_interval_s, clock, fetcher.identity, self._beat)
