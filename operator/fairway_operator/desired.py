@@ -85,6 +85,9 @@ def _redis_env(spec: QueueSupervisorSpec) -> dict[str, Any]:
     return {"name": REDIS_URL_ENV, "value": spec.redis.url}
 
 
+POD_NAME_ENV = {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
+
+
 def to_yaml(objects: list[dict[str, Any]]) -> str:
     """Multi-document YAML, as `fairway render` prints it and `kubectl apply -f -` reads it."""
     return yaml_documents(objects)
@@ -124,7 +127,9 @@ def desired(
             "name": "worker",
             "image": spec.worker.image or default_image,
             "args": ["worker", "--config", CONFIG_PATH],
-            "env": [_redis_env(spec), *(spec.worker.env or [])],
+            # POD_NAME: the worker's identity (its heartbeat and its reservations' tags), so the
+            # operator can set each pod's deletion cost from its busy slots before a scale-down.
+            "env": [_redis_env(spec), POD_NAME_ENV, *(spec.worker.env or [])],
             "securityContext": {
                 "allowPrivilegeEscalation": False,
                 "readOnlyRootFilesystem": True,

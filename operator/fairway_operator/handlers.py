@@ -2,7 +2,7 @@
 
 No handler here makes kopf put a finalizer on a QueueSupervisor (no per-object timers, daemons or
 delete handlers): deleting one never hangs, even with the operator down, and its children go by
-ownerReference garbage collection. Auto-balancing and status refresh are one loop over a kopf index.
+ownerReference garbage collection. Scaling and status refresh are one loop over a kopf index.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from fairway_operator.desired import DEFAULT_IMAGE, MANAGED_BY, POOL_KEY
 from fairway_operator.drift import drifted
 from fairway_operator.kube import Kube
 from fairway_operator.reconcile import Outcome, Reconciler
+from fairway_operator.scaling import Scaler, Supervised
 from fairway_operator.settings import configure_persistence
 
 log = logging.getLogger("fairway.operator")
@@ -150,27 +151,34 @@ def _child_drifted(reconciler: Reconciler, parent: dict[str, Any], child: dict[s
 
 
 async def _balance_and_refresh(memo: kopf.Memo, index: kopf.Index, children: kopf.Index) -> None:
-    """Every balanceCooldown: rebalance none/auto pools; every STATUS_INTERVAL_S: refresh figures.
+    """Every tick (a second): the scaling poll over every resized supervisor (one pipelined read per
+    Redis, fairway_operator.scaling); every STATUS_INTERVAL_S: each supervisor's status pass.
 
-    Due supervisors are visited concurrently (PASS_CONCURRENCY at a time, in their own threads), so
-    hundreds of them keep their cooldowns; one supervisor's trouble never holds up the others.
+    Status passes run concurrently (PASS_CONCURRENCY at a time, in their own threads), so hundreds of
+    supervisors keep their intervals; one supervisor's trouble never holds up the others. The poll
+    runs in a thread of its own, one at a time: a slow Redis delays the next poll, never stacks them.
     """
-    balanced: dict[tuple[str, str], float] = {}
     refreshed: dict[tuple[str, str], float] = {}
     reconciler = _reconciler(memo)
+    scaler = Scaler(reconciler)
     pool = concurrent.futures.ThreadPoolExecutor(PASS_CONCURRENCY, thread_name_prefix="fairway-pass")
+    poller = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="fairway-scale")
     loop = asyncio.get_running_loop()
     running: set[tuple[str, str]] = set()
+    polling: asyncio.Future[Any] | None = None
 
-    async def visit(key: tuple[str, str], body: dict[str, Any], due_balance: bool) -> None:
-        owned = [
+    def owned_by(key: tuple[str, str], body: dict[str, Any]) -> list[dict[str, Any]]:
+        uid = body["metadata"].get("uid")
+        return [
             dep
             for dep in children.get(key) or []
-            if any(r.get("uid") == body["metadata"].get("uid") for r in dep["metadata"].get("ownerReferences") or [])
+            if any(r.get("uid") == uid for r in dep["metadata"].get("ownerReferences") or [])
         ]
+
+    async def visit(key: tuple[str, str], body: dict[str, Any]) -> None:
         try:
             outcome = await loop.run_in_executor(
-                pool, functools.partial(reconciler.reconcile, body, apply=False, rebalance_now=due_balance, owned=owned)
+                pool, functools.partial(reconciler.reconcile, body, apply=False, owned=owned_by(key, body))
             )
             if outcome.status is not None:
                 meta = body["metadata"]
@@ -187,30 +195,31 @@ async def _balance_and_refresh(memo: kopf.Memo, index: kopf.Index, children: kop
         while True:
             await asyncio.sleep(getattr(memo, "loop_tick_s", LOOP_TICK_S))
             now = time.monotonic()
+            resized: list[Supervised] = []
             for key in list(index):
                 body = next(iter(index.get(key) or []), None)
-                if body is None or key in running or body["metadata"].get("deletionTimestamp"):
+                if body is None or body["metadata"].get("deletionTimestamp"):
                     continue
                 spec = reconciler.specs.report(body).spec
-                due_balance = (
-                    spec is not None and spec.policy.resized and now - balanced.get(key, 0) >= spec.balance_cooldown
-                )
+                if spec is not None and spec.policy.resized:
+                    resized.append(Supervised(body, spec, owned_by(key, body)))
                 due_status = now - refreshed.get(key, 0) >= getattr(memo, "status_interval_s", STATUS_INTERVAL_S)
-                if not (due_balance or due_status):
+                if not due_status or key in running:
                     continue
                 running.add(key)
-                if due_balance:
-                    balanced[key] = now
                 refreshed[key] = now
-                task = asyncio.create_task(visit(key, body, due_balance))
+                task = asyncio.create_task(visit(key, body))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
+            if resized and (polling is None or polling.done()):
+                polling = loop.run_in_executor(poller, scaler.poll, resized)
             for gone in set(refreshed) - set(index):
-                balanced.pop(gone, None)
                 refreshed.pop(gone, None)
+                reconciler.planners.forget(*gone)
                 if reconciler.metrics is not None:
                     reconciler.metrics.forget(gone)
     finally:
         for task in tasks:
             task.cancel()
         pool.shutdown(wait=False, cancel_futures=True)
+        poller.shutdown(wait=False, cancel_futures=True)

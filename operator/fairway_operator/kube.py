@@ -9,13 +9,14 @@ Every verb used here is listed in `fairway_operator.rbac`, which the Helm chart 
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable
+import datetime
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import kubernetes
 from kubernetes.client import ApiClient, ApiException, AppsV1Api, CoreV1Api, CustomObjectsApi
 
-from fairway.resource.spec import API_GROUP, API_VERSION, PLURAL
+from fairway.resource.spec import API_GROUP, API_VERSION, KIND, PLURAL
 from fairway_operator.desired import MANAGED_BY, SUPERVISOR_LABEL
 from fairway_operator.names import dns_label
 
@@ -87,7 +88,49 @@ class Kube:
         """Change only spec.replicas (the balancer's one field)."""
         self.apps.patch_namespaced_deployment(name, namespace, {"spec": {"replicas": replicas}}, _content_type=MERGE)
 
+    def pods(self, namespace: str, match_labels: dict[str, str]) -> list[dict[str, Any]]:
+        """A pool's pods (its Deployment's selector), as plain dicts."""
+        selector = ",".join(f"{k}={v}" for k, v in match_labels.items())
+        client = self.core.api_client
+        found = []
+        for item in self.core.list_namespaced_pod(namespace, label_selector=selector).items:
+            raw = client.sanitize_for_serialization(item)
+            labels = (raw.get("metadata") or {}).get("labels") or {}
+            if all(labels.get(k) == v for k, v in match_labels.items()):  # also when a server ignores selectors
+                found.append(raw)
+        return found
+
+    def annotate_pod(self, namespace: str, name: str, key: str, value: str) -> None:
+        """One annotation on a pod (the deletion cost), with a merge patch."""
+        patch = {"metadata": {"annotations": {key: value}}}
+        self.core.patch_namespaced_pod(name, namespace, patch, _content_type=MERGE)
+
     # -- the supervisor --------------------------------------------------------------------------
+
+    def event(self, body: Mapping[str, Any], reason: str, message: str) -> None:
+        """A Normal core/v1 Event on the supervisor (what `kubectl describe` lists)."""
+        meta = body["metadata"]
+        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        event: Any = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
+            "involvedObject": {
+                "apiVersion": f"{API_GROUP}/{API_VERSION}",
+                "kind": KIND,
+                "name": meta["name"],
+                "namespace": meta["namespace"],
+                "uid": meta.get("uid"),
+            },
+            "reason": reason,
+            "message": message[:1024],
+            "type": "Normal",
+            "source": {"component": "fairway-operator"},
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        self.core.create_namespaced_event(meta["namespace"], event)
 
     def patch_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
         self.custom.patch_namespaced_custom_object_status(

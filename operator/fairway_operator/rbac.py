@@ -21,6 +21,8 @@ RULES: list[dict[str, Any]] = [
         "verbs": ["get", "list", "watch", "create", "patch", "delete"],
     },
     {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch", "create", "patch", "delete"]},
+    # A scale-down first sets each pool pod's deletion cost from its busy slots (fairway_operator.scaling).
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "patch"]},
     {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create"]},
     {"apiGroups": ["kopf.dev"], "resources": ["kopfpeerings"], "verbs": ["get", "list", "watch", "patch"]},
 ]

@@ -18,7 +18,8 @@ from typing import Any
 
 from kubernetes.client import ApiException
 
-from fairway.plan.load import rebalanced
+from fairway.plan.load import pool_samples, read_stats, served_names
+from fairway.plan.scaling import Planner, PoolSample, ScalingRules
 from fairway.queue.access.admin import Admin
 from fairway.queue.access.figures import QueueStats, TenantFigures
 from fairway.queue.access.inspector import Inspector
@@ -28,7 +29,7 @@ from fairway.resource.spec import QueueSupervisorSpec
 from fairway_operator.desired import DEFAULT_IMAGE, POOL_KEY, PoolChildren, all_objects, desired
 from fairway_operator.kube import Kube, names_of
 from fairway_operator.metrics import OperatorMetrics
-from fairway_operator.report import Observations, PoolObservation, build_status, parse_status
+from fairway_operator.report import Observations, PoolObservation, Scaled, build_status, parse_status
 
 REDIS_ERRORS: tuple[type[BaseException], ...] = (*CONNECTION_ERRORS, OSError)
 SECRET_CACHE_S = 30.0  # a rotated Secret is picked up within this long
@@ -103,6 +104,33 @@ class SpecCache:
         return found
 
 
+class Planners:
+    """One planner per supervisor: its memory of recent demand, which the stability windows need.
+    Rebuilt when the supervisor's scaling rules or pools change; the Deployments' replicas stay the
+    truth (a planner whose pool was resized by someone else starts from the new size)."""
+
+    def __init__(self) -> None:
+        self._planners: dict[tuple[str, str, str | None], tuple[tuple[Any, ...], Planner]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str, str | None], spec: QueueSupervisorSpec, current: Mapping[str, int]) -> Planner:
+        rules = ScalingRules.from_spec(spec)
+        signature = (rules, tuple(sorted(current)))
+        with self._lock:
+            found = self._planners.get(key)
+            if found is None or found[0] != signature:
+                found = (signature, Planner(rules, current))
+                self._planners[key] = found
+        planner = found[1]
+        planner.sync(current)
+        return planner
+
+    def forget(self, namespace: str, name: str) -> None:
+        with self._lock:
+            for key in [k for k in self._planners if k[:2] == (namespace, name)]:
+                del self._planners[key]
+
+
 class Reconciler:
     def __init__(
         self,
@@ -116,9 +144,26 @@ class Reconciler:
         self.default_image = default_image
         self.metrics = metrics
         self.specs = SpecCache()
+        self.planners = Planners()
+        # Per supervisor, from the status pass (every 10 s): for the scaling poll, which reads demand only.
+        self.runtimes: dict[tuple[str, str], dict[str, float | None]] = {}
+        self._scaled: dict[tuple[str, str], dict[str, Scaled]] = {}
+        self._scaled_lock = threading.Lock()
         self._secrets: dict[tuple[str, str, str], tuple[float, str]] = {}
 
     # -- Redis -----------------------------------------------------------------------------------
+
+    def redis_client(self, namespace: str, spec: QueueSupervisorSpec) -> RedisClient:
+        return self._redis(namespace, spec)
+
+    def record_scaled(self, key: tuple[str, str], pool: str, when: str, message: str) -> None:
+        """A change the scaling poll made, for the next status pass to show."""
+        with self._scaled_lock:
+            self._scaled.setdefault(key, {})[pool] = Scaled(when, message)
+
+    def take_scaled(self, key: tuple[str, str]) -> dict[str, Scaled]:
+        with self._scaled_lock:
+            return self._scaled.pop(key, {})
 
     def redis_url(self, namespace: str, spec: QueueSupervisorSpec) -> str:
         if spec.redis.url:
@@ -144,7 +189,7 @@ class Reconciler:
             client = self._redis(namespace, spec)
             Admin(client).set_paused(spec.queues, spec.paused_queues)
             inspector = Inspector(client)
-            stats = inspector.stats(spec.queues) if spec.queues else []
+            stats = read_stats(inspector, spec)
             figures = inspector.tenant_figures(spec.tenants.queue_prefix) if spec.tenants else None
             return stats, figures, None
         except REDIS_ERRORS as exc:
@@ -161,7 +206,6 @@ class Reconciler:
         body: Mapping[str, Any],
         *,
         apply: bool = True,
-        rebalance_now: bool = False,
         owned: list[dict[str, Any]] | None = None,
     ) -> Outcome:
         """The whole pass (`apply`), or, from the periodic loop, observe + rebalance + scale only.
@@ -170,17 +214,15 @@ class Reconciler:
         the periodic loop reads nothing from the API server; None lists them.
         """
         if self.metrics is None:
-            return self._pass(body, apply=apply, rebalance_now=rebalance_now, owned=owned)
+            return self._pass(body, apply=apply, owned=owned)
         started = time.perf_counter()
         try:
-            return self._pass(body, apply=apply, rebalance_now=rebalance_now, owned=owned)
+            return self._pass(body, apply=apply, owned=owned)
         finally:
             self.metrics.passes.labels("full" if apply else "observe").inc()
             self.metrics.latency.observe(time.perf_counter() - started)
 
-    def _pass(
-        self, body: Mapping[str, Any], *, apply: bool, rebalance_now: bool, owned: list[dict[str, Any]] | None
-    ) -> Outcome:
+    def _pass(self, body: Mapping[str, Any], *, apply: bool, owned: list[dict[str, Any]] | None) -> Outcome:
         meta = body["metadata"]
         name, namespace = meta["name"], meta.get("namespace", "default")
         previous_raw = dict(body.get("status") or {})
@@ -192,6 +234,7 @@ class Reconciler:
         spec = report.spec
         api_error = None
         pool_obs: list[PoolObservation] = []
+        scaled = self.take_scaled((namespace, name))
         try:
             if owned is None or apply:
                 owned = self.kube.owned(namespace, name, ("Deployment", "ConfigMap") if apply else ("Deployment",))
@@ -202,20 +245,26 @@ class Reconciler:
             }
             ready = {o["metadata"]["name"]: (o.get("status") or {}).get("availableReplicas") or 0 for o in deployments}
             stats, figures, redis_error = self.observe_redis(namespace, spec)
-            before = dict(current)
-            if rebalance_now and spec.policy.resized and redis_error is None:
+            samples: dict[str, PoolSample] = pool_samples(spec, stats) if stats is not None else {}
+            if stats is not None and spec.policy.resized:
+                # The scaling poll reads demand only; runtimes (the `time` strategy's weights and
+                # targetWait's sizing) come from here.
                 inspector = Inspector(self._redis(namespace, spec))
-                current = rebalanced(inspector, spec, current, stats, figures)
+                self.runtimes[(namespace, name)] = inspector.average_runtimes_ms(served_names(spec))
             children = desired(body, spec, current, self.default_image)
             if apply:
                 self._apply(namespace, meta.get("uid"), children, owned)
             else:
                 existing = {o["metadata"]["name"] for o in deployments}
                 for child in children:
-                    # A missing child is the full pass's job (drift repair or resume).
-                    if child.name in existing and child.replicas != before.get(child.pool.name):
+                    # A missing child is the full pass's job (drift repair or resume); replicas
+                    # outside the spec's limits (the limits changed) are brought inside them.
+                    if child.name in existing and child.replicas != current.get(child.pool.name):
                         self.kube.scale(namespace, child.name, child.replicas)
-            pool_obs = [PoolObservation(c.pool, c.name, c.replicas, ready.get(c.name, 0)) for c in children]
+            pool_obs = [
+                PoolObservation(c.pool, c.name, c.replicas, ready.get(c.name, 0), samples.get(c.pool.name))
+                for c in children
+            ]
         except ApiException as exc:
             api_error = f"Kubernetes API error {exc.status}: {exc.reason}"
             stats, figures, redis_error = None, None, None
@@ -228,6 +277,7 @@ class Reconciler:
             redis_error,
             api_error,
             weights=spec.effective_weights(),
+            scaled=scaled,
         )
         status = build_status(observations, previous, now_iso())
         if self.metrics is not None:

@@ -9,7 +9,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from fairway.plan.pools import Pool, SpecialPool
+from fairway.plan.scaling import PoolSample
 from fairway.queue.access.figures import QueueStats, TenantFigures
+from fairway.queue.protocol.keys import SERVED_NAME_MARK
 from fairway.resource.manifests import ValidationReport
 from fairway.resource.names import DEFAULT_WEIGHT
 from fairway.resource.status import (
@@ -30,6 +32,15 @@ class PoolObservation:
     deployment: str
     desired: int
     ready: int
+    demand: PoolSample | None = None  # busy slots and waiting jobs, when Redis answered
+
+
+@dataclass(frozen=True)
+class Scaled:
+    """A pool's replica change in this pass: when, and the Scaled event's message."""
+
+    time: str
+    message: str
 
 
 @dataclass
@@ -42,6 +53,7 @@ class Observations:
     redis_error: str | None = None
     api_error: str | None = None
     weights: Mapping[str, int] = field(default_factory=dict)
+    scaled: Mapping[str, Scaled] = field(default_factory=dict)  # pool name -> this pass's change
 
 
 def parse_status(raw: Mapping[str, Any] | None) -> QueueSupervisorStatus:
@@ -50,6 +62,24 @@ def parse_status(raw: Mapping[str, Any] | None) -> QueueSupervisorStatus:
         return QueueSupervisorStatus.model_validate(raw or {})
     except ValidationError:
         return QueueSupervisorStatus()
+
+
+def _pool(p: PoolObservation, obs: Observations, before: PoolStatus | None) -> PoolStatus:
+    """A pool's status: sizes, what it was doing, and its last change (kept from the previous status
+    until the next one)."""
+    scaled = obs.scaled.get(p.pool.name)
+    demand = p.demand
+    return PoolStatus(
+        name=p.deployment,
+        queues=[*p.pool.queues, *([SpecialPool.TENANTS.value] if p.pool.tenants else [])],
+        desired_replicas=p.desired,
+        ready_replicas=p.ready,
+        slots=p.desired * (obs.validation.spec.concurrency if obs.validation.spec else 1),
+        busy_slots=round(demand.busy) if demand else (before.busy_slots if before else 0),
+        waiting=round(demand.ready) if demand else (before.waiting if before else 0),
+        last_scaled_time=scaled.time if scaled else (before.last_scaled_time if before else None),
+        last_scaled_reason=scaled.message[:1024] if scaled else (before.last_scaled_reason if before else None),
+    )
 
 
 def _queues(obs: Observations) -> list[QueueStatus]:
@@ -72,6 +102,7 @@ def _queues(obs: Observations) -> list[QueueStatus]:
             processes=processes.get(s.queue, 0),
         )
         for s in obs.queue_stats or ()
+        if not s.queue.startswith(SERVED_NAME_MARK)  # the tenant group's row feeds the planner, not this list
     ]
 
 
@@ -149,16 +180,7 @@ def build_status(obs: Observations, previous: QueueSupervisorStatus, now: str) -
         conds = c.set_condition(
             conds, ConditionType.DEGRADED, False, c.AS_EXPECTED, "workers and Redis are reachable", gen, now
         )
-    pools = [
-        PoolStatus(
-            name=p.deployment,
-            queues=[*p.pool.queues, *([SpecialPool.TENANTS.value] if p.pool.tenants else [])],
-            desired_replicas=p.desired,
-            ready_replicas=p.ready,
-            slots=p.desired * (obs.validation.spec.concurrency if obs.validation.spec else 1),
-        )
-        for p in obs.pools
-    ]
+    pools = [_pool(p, obs, {q.name: q for q in previous.pools}.get(p.deployment)) for p in obs.pools]
     # Redis unreachable: keep the last figures; Degraded says why.
     queues = _queues(obs) if obs.queue_stats is not None else previous.queues
     tenants = _tenants(obs.tenants) if obs.tenants is not None else previous.tenants

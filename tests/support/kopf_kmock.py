@@ -11,11 +11,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import copy
 import datetime
 import itertools
 import logging
 import os
 import threading
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -37,8 +39,17 @@ class Emulator(kmock.KubernetesEmulator):  # type: ignore[misc]
 
     _rv = itertools.count(1)
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Every write as it arrived: (monotonic time, action, resource plural, name, body), so a test can
+        # assert what the operator sent and in which order (the emulator runs no controllers).
+        self.writes: list[tuple[float, str, str, str | None, Any]] = []
+
     async def _handle(self, request: kmock.Request) -> Any:
         data, rv = request.data, str(next(self._rv))
+        if request.action in (kmock.action.CREATE, kmock.action.UPDATE, kmock.action.DELETE):
+            plural = getattr(request.resource, "plural", str(request.resource))
+            self.writes.append((time.monotonic(), str(request.action), plural, request.name, copy.deepcopy(data)))
         if request.action == kmock.action.CREATE and isinstance(data, dict):
             meta = data.setdefault("metadata", {})
             meta.setdefault("uid", str(uuid.uuid4()))
@@ -109,6 +120,7 @@ def declare_resources(emulator: Emulator) -> None:
     )
     emulator.resources["v1/configmaps"] = R(kind="ConfigMap", singular="configmap", namespaced=True, verbs=VERBS)
     emulator.resources["v1/secrets"] = R(kind="Secret", singular="secret", namespaced=True, verbs=VERBS)
+    emulator.resources["v1/pods"] = R(kind="Pod", singular="pod", namespaced=True, verbs=VERBS)
     emulator.resources["v1/events"] = R(kind="Event", singular="event", namespaced=True, verbs=VERBS)
     emulator.resources["v1/namespaces"] = R(kind="Namespace", singular="namespace", namespaced=False, verbs=VERBS)
 

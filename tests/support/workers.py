@@ -45,7 +45,9 @@ class WorkerProcess(subprocess.Popen[str]):
         return self._out.read(), self._err.read()
 
 
-def start_worker(redis_url: str, *args: str, test_redis: str | None = None) -> WorkerProcess:
+def start_worker(
+    redis_url: str, *args: str, test_redis: str | None = None, env: dict[str, str] | None = None
+) -> WorkerProcess:
     """A real worker process with the test handlers loaded and JSON job lines on stdout."""
     cmd = [
         sys.executable,
@@ -62,7 +64,7 @@ def start_worker(redis_url: str, *args: str, test_redis: str | None = None) -> W
         "0",
         *args,
     ]
-    return WorkerProcess(cmd, worker_env(test_redis or redis_url))
+    return WorkerProcess(cmd, {**worker_env(test_redis or redis_url), **(env or {})})
 
 
 def job_lines(stdout: str, event: str = "job.finished") -> list[dict[str, Any]]:

@@ -89,7 +89,10 @@ def worker_pod(redis_url: str, tmp_path: Path) -> tuple[list[str], dict[str, Any
     pod = child.deployment["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     assert container["args"] == ["worker", "--config", "/etc/fairway/worker.yaml"]
-    return pod_flags(pod, container, {"config": config}, {}), container
+    return pod_flags(pod, container, {"config": config}, {"metadata.name": POD}), container
+
+
+POD = "img-default-7d9f8-x2k4q"  # the pod name the downward API gives the worker as POD_NAME
 
 
 def test_the_worker_runs_jobs_and_drains_on_docker_stop(
@@ -111,6 +114,10 @@ def test_the_worker_runs_jobs_and_drains_on_docker_stop(
     assert asyncio.run(eventually(drained, 60)), docker("logs", name).stderr[-2000:]
     long_job = client.enqueue("sleep", 3)
     assert asyncio.run(eventually(lambda: inspector.stats(["default"])[0].reserved == 1, 20))
+    # Its heartbeat names its pod and counts the running job: what the operator's scale-in reads.
+    assert asyncio.run(
+        eventually(lambda: [(w["name"].rsplit(":", 1)[0], w["busy"]) for w in inspector.workers()] == [(POD, 1)], 10)
+    )
     docker("stop", "-t", "30", name, timeout=60)  # SIGTERM mid-job: it finishes the job, then exits
     state = json.loads(docker("inspect", name).stdout)[0]["State"]
     logs = docker("logs", name)

@@ -199,3 +199,21 @@ def test_the_table_shows_failures_throughput_run_time_and_tenant_jobs_and_logs_o
     up._last_render -= LOG_EVERY_S
     up._render()
     assert out.getvalue().count("--- ") == 2 and out.getvalue() != first
+
+
+def test_up_scales_a_pool_from_zero_at_its_first_job_and_back(redis_url: str, tmp_path: Path) -> None:
+    """The operator's planner on local processes: min 0, woken by a job, back to zero once idle."""
+    path = manifest(tmp_path, balance="auto", minProcesses=0, maxProcesses=2, scaleDownDelay=2, balanceCooldown=1)
+    up = start_up(path, redis_url, tmp_path)
+    try:
+        time.sleep(2)
+        assert worker_pids(tmp_path) == [], "no job, no process"
+        Client(redis_url).enqueue("noop", queue="high")
+        assert wait_for(lambda: len(worker_pids(tmp_path)) == 1, 10), "woken by the first job"
+        assert wait_for(lambda: Inspector(connect(redis_url)).stats(["high"])[0].ready == 0, 20)
+        assert wait_for(lambda: worker_pids(tmp_path) == [], 20), "back to zero after scaleDownDelay"
+    finally:
+        up.send_signal(signal.SIGTERM)
+        out, _ = up.communicate(timeout=30)
+    assert up.returncode == 0, out
+    assert "pool high: 0 -> 1 pod (1 ready" in out and "pool high: 1 -> 0 pods" in out, out

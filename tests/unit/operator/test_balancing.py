@@ -7,8 +7,8 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fairway.plan.balancing import Limits, PoolLoad, pool_load, rebalance, targets
 from fairway.resource.balance import ScalingStrategy
+from fairway.simulate.horizon import Limits, PoolLoad, pool_load, rebalance, targets
 
 LIMITS = Limits(min_processes=1, max_processes=10, max_shift=1, strategy=ScalingStrategy.SIZE)
 

@@ -174,3 +174,29 @@ def test_render_command_prints_multi_document_yaml() -> None:
         input=yaml.safe_dump(supervisor(balance="auto", queueWeights={"high": 2})),
     )
     assert bad.returncode == 1 and "queueWeights" in bad.stderr
+
+
+@pytest.mark.parametrize("balance", ["simple", "auto", "none"])
+def test_min_processes_zero_is_valid_with_a_tenant_group_in_every_mode(balance: str) -> None:
+    body = supervisor(balance=balance, minProcesses=0, maxProcesses=4, tenants={}, scaleDownDelay=30, targetWait=5)
+    report = validate_document(body)
+    assert report.valid, report.errors
+    pools = deployments(render(body))
+    replicas = sorted(p["spec"]["replicas"] for p in pools.values())
+    if balance == "simple":
+        assert replicas == [1, 1, 1, 1], "simple keeps its fixed split; 0 is only the floor"
+    else:
+        assert set(replicas) == {0}, "resized pools start at zero and wake at their first job"
+    for deployment in pools.values():
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        pod_name = next(e for e in container["env"] if e["name"] == "POD_NAME")
+        assert pod_name == {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [("minProcesses", -1, "minProcesses"), ("scaleDownDelay", -5, "scaleDownDelay"), ("targetWait", 0, "targetWait")],
+)
+def test_scaling_fields_out_of_range_name_the_field(field: str, value: int, says: str) -> None:
+    report = validate_document(supervisor(balance="auto", **{field: value}))
+    assert not report.valid and any(says in str(p) for p in report.errors), report.errors

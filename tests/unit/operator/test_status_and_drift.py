@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fairway.plan.pools import Pool, SpecialPool
+from fairway.plan.scaling import PoolSample
 from fairway.queue.access.figures import QueueStats, TenantFigures, quantile_ms
 from fairway.resource.manifests import validate_spec
 from fairway.resource.status import ConditionType
@@ -13,7 +14,7 @@ from fairway_operator.desired import desired
 from fairway_operator.drift import drifted
 from fairway_operator.names import dns_label
 from fairway_operator.reconcile import _changed
-from fairway_operator.report import Observations, PoolObservation, build_status, parse_status
+from fairway_operator.report import Observations, PoolObservation, Scaled, build_status, parse_status
 
 SPEC = {
     "redis": {"url": "redis://r:6379"},
@@ -32,7 +33,7 @@ def observations(ready: int = 2, redis_error: str | None = None, spec: dict[str,
     return Observations(
         4,
         report,
-        [PoolObservation(pool, "fairway-shop", 2, ready)],
+        [PoolObservation(pool, "fairway-shop", 2, ready, None if redis_error else PoolSample(1, 5.0, 3.4))],
         None if redis_error else stats,
         None if redis_error else tenants,
         redis_error,
@@ -79,6 +80,8 @@ def test_status_carries_what_users_look_at() -> None:
             "desiredReplicas": 2,
             "readyReplicas": 2,
             "slots": 2,
+            "busySlots": 1,
+            "waiting": 5,
         }
     ]
     high, low = status["queues"]
@@ -95,6 +98,20 @@ def test_status_carries_what_users_look_at() -> None:
         "quarantined": ["b"],
         "worstP99WaitMs": round(quantile_ms({40: 1}, 0.99) or 0),
     }
+
+
+def test_a_pools_last_change_is_kept_until_the_next_and_redis_down_keeps_the_last_figures() -> None:
+    scaled = observations()
+    scaled.scaled = {
+        SpecialPool.SHARED: Scaled("t1", "pool @all: 1 -> 2 pods (5 ready, oldest 3.4 s, 1 of 1 slots busy)")
+    }
+    first = status_of(scaled)
+    (pool,) = first["pools"]
+    assert (pool["lastScaledTime"], pool["lastScaledReason"]) == ("t1", scaled.scaled[SpecialPool.SHARED].message)
+    (later,) = status_of(observations(), first, "t2")["pools"]
+    assert (later["lastScaledTime"], later["lastScaledReason"]) == ("t1", pool["lastScaledReason"])
+    (down,) = status_of(observations(redis_error="Redis is unreachable: refused"), first, "t3")["pools"]
+    assert (down["busySlots"], down["waiting"], down["lastScaledTime"]) == (1, 5, "t1")
 
 
 def test_pools_behind_are_progressing_not_ready() -> None:

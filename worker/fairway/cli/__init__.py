@@ -18,7 +18,15 @@ from collections.abc import Sequence
 from importlib.metadata import entry_points
 
 import fairway
-from fairway.cli import dashboard_verb, local_verbs, protocol_verbs, queue_verbs, resource_verbs, worker_verb
+from fairway.cli import (
+    dashboard_verb,
+    local_verbs,
+    protocol_verbs,
+    queue_verbs,
+    resource_verbs,
+    simulate_verb,
+    worker_verb,
+)
 from fairway.cli.common import UNUSABLE, Verb, VerbFailed
 
 PLUGIN_GROUP = "fairway.verbs"
@@ -32,7 +40,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"fairway {fairway.__version__}")
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
-    for module in (resource_verbs, worker_verb, queue_verbs, protocol_verbs, local_verbs, dashboard_verb):
+    for module in (
+        resource_verbs,
+        worker_verb,
+        queue_verbs,
+        protocol_verbs,
+        local_verbs,
+        dashboard_verb,
+        simulate_verb,
+    ):
         module.register(verbs)
     for plugin in sorted(entry_points(group=PLUGIN_GROUP), key=lambda e: e.name):
         plugin.load()(verbs)

@@ -22,8 +22,9 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any, TextIO
 
-from fairway.plan.load import rebalanced
+from fairway.plan.load import read_samples, read_stats, wakes
 from fairway.plan.pools import Pool, initial_replicas, pools
+from fairway.plan.scaling import Planner, ScalingRules
 from fairway.plan.worker_config import worker_settings
 from fairway.queue.access.admin import Admin
 from fairway.queue.access.figures import duration
@@ -71,6 +72,7 @@ class LocalSupervisor:
     spec: QueueSupervisorSpec
     inspector: Inspector
     pools: list[LocalPool]
+    planner: Planner | None = None  # resized pools only: the operator's planner, on local processes
     last_balance: float = 0.0
 
 
@@ -111,7 +113,8 @@ class Up:
                     os.open(self.log_dir / f"{slug}.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab"
                 )
                 local_pools.append(LocalPool(name, pool, config_path, log, replicas[pool.name]))
-            self.supervisors.append(LocalSupervisor(name, spec, Inspector(client), local_pools))
+            planner = Planner(ScalingRules.from_spec(spec), replicas) if spec.policy.resized else None
+            self.supervisors.append(LocalSupervisor(name, spec, Inspector(client), local_pools, planner))
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -170,17 +173,25 @@ class Up:
     def _balance(self) -> None:
         now = time.monotonic()
         for sup in self.supervisors:
-            if not sup.spec.policy.resized or now - sup.last_balance < sup.spec.balance_cooldown:
+            planner = sup.planner
+            if planner is None:
                 continue
-            sup.last_balance = now
-            current = {p.pool.name: p.replicas for p in sup.pools}
+            due = now - sup.last_balance >= sup.spec.balance_cooldown
+            if not due and all(p.replicas for p in sup.pools):
+                continue  # between cooldowns only a pool at zero is looked at (to wake it)
             try:
-                target = rebalanced(sup.inspector, sup.spec, current)
+                stats = read_stats(sup.inspector, sup.spec)
+                if not due and not wakes(planner.replicas, stats, sup.spec):
+                    continue
+                samples = read_samples(sup.inspector, sup.spec, stats)
             except CONNECTION_ERRORS as exc:
                 self._say(f"fairway up: Redis unreachable, keeping the current processes ({exc})")
                 continue
+            sup.last_balance = now
+            for change in planner.step(now, samples):
+                self._say(f"fairway up: {sup.name}: {change.message}")
             for pool in sup.pools:
-                pool.replicas = target[pool.pool.name]
+                pool.replicas = planner.replicas[pool.pool.name]
 
     def _drain(self) -> None:
         """SIGTERM every worker (each finishes its job), then wait; SIGKILL only past the grace period."""

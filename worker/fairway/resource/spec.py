@@ -190,12 +190,34 @@ class QueueSupervisorSpec(SpecModel):
         description="Jobs one worker process runs at once: plain def handlers on that many threads, async "
         "def handlers on one event loop. minProcesses/maxProcesses still count processes (pods).",
     )
-    min_processes: int = Field(default=1, ge=1, le=1000, description="Least worker processes per pool.")
+    min_processes: int = Field(
+        default=1,
+        ge=0,
+        le=1000,
+        description="Least worker processes per pool; 0 lets an idle pool scale to zero (it wakes at its first job).",
+    )
     max_processes: int = Field(default=10, ge=1, le=1000, description="Most worker processes in total.")
     balance_max_shift: int = Field(
         default=1, ge=1, le=100, description="Most processes a pool gains or loses per cooldown."
     )
-    balance_cooldown: int = Field(default=3, ge=1, le=3600, description="Seconds between auto-balancing steps.")
+    balance_cooldown: int = Field(
+        default=3,
+        ge=1,
+        le=3600,
+        description="Seconds between scaling steps, and how long demand must persist before a pool grows.",
+    )
+    scale_down_delay: int = Field(
+        default=60,
+        ge=0,
+        le=86_400,
+        description="Seconds demand must stay below a pool's size before it shrinks (the HPA's stabilization window).",
+    )
+    target_wait: int | None = Field(
+        default=None,
+        ge=1,
+        le=86_400,
+        description="Seconds: a pool grows while its oldest ready job has waited longer (unset: by demand alone).",
+    )
     auto_scaling_strategy: ScalingStrategy = Field(
         default=ScalingStrategy.TIME, description="time: queue size x average runtime; size: queue size alone."
     )

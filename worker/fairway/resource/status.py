@@ -44,6 +44,12 @@ class PoolStatus(StatusModel):
     desired_replicas: int = 0
     ready_replicas: int = 0
     slots: int = Field(default=0, description="Jobs the pool runs at once: desired replicas x concurrency.")
+    busy_slots: int = Field(default=0, description="Slots running a job when the operator last looked.")
+    waiting: int = Field(default=0, description="Jobs waiting for the pool: ready and due delayed.")
+    last_scaled_time: str | None = Field(default=None, description="RFC 3339 time of the last replica change.")
+    last_scaled_reason: str | None = Field(
+        default=None, max_length=1024, description="Why: the message of the Scaled event it emitted."
+    )
 
 
 class QueueStatus(StatusModel):

@@ -26,6 +26,7 @@ class QueueStats:
     failed: int
     paused: bool
     oldest_age_s: float | None
+    due: int = 0  # delayed jobs whose time has come (housekeeping moves them to ready within a second)
 
 
 @dataclass

@@ -53,6 +53,7 @@ class Inspector:
         ('@<queuePrefix>') is one row: its ready jobs are those on its tenants' lists (one more round
         trip per group: its tenants' list lengths and heads), and its oldest age is that of the oldest
         head among its tenants' lists."""
+        asked = now_ms()  # (delayed jobs due by now are waiting too, for the planner)
         with self.client.pipeline(transaction=False) as pipe:
             for queue in queues:
                 k = family_keys(self.prefix, queue)
@@ -67,6 +68,7 @@ class Inspector:
                 pipe.zcard(k.delayed)
                 pipe.hlen(k.failed)
                 pipe.exists(k.paused)
+                pipe.zcount(k.delayed, "-inf", asked)
             raw = iter(pipe.execute())
         now = now_ms()
         out = []
@@ -75,9 +77,11 @@ class Inspector:
                 tenants = {t.decode() for part in (next(raw), next(raw), next(raw)) for t in part}
                 ready, oldest = self.group_backlog(queue, tenants, now)
             else:
-                ready, oldest = next(raw), _age_s(next(raw), now)
-            reserved, delayed, failed, paused = (next(raw) for _ in range(4))
-            out.append(QueueStats(queue, int(ready), int(reserved), int(delayed), int(failed), bool(paused), oldest))
+                ready, oldest = next(raw), age_s(next(raw), now)
+            reserved, delayed, failed, paused, due = (next(raw) for _ in range(5))
+            out.append(
+                QueueStats(queue, int(ready), int(reserved), int(delayed), int(failed), bool(paused), oldest, int(due))
+            )
         return out
 
     def group_backlog(self, served_name: str, tenants: Iterable[str], now: int) -> tuple[int, float | None]:
@@ -90,7 +94,7 @@ class Inspector:
                 pipe.llen(g.tenant(tenant))
                 pipe.lindex(g.tenant(tenant), 0)
             replies = pipe.execute()
-        ages = [age for age in (_age_s(head, now) for head in replies[1::2]) if age is not None]
+        ages = [age for age in (age_s(head, now) for head in replies[1::2]) if age is not None]
         return sum(int(n) for n in replies[::2]), max(ages, default=None)
 
     def tenant_figures(self, queue_prefix: str, window_s: int = 300) -> list[TenantFigures]:
@@ -224,7 +228,7 @@ class Runs:
         return quantile_ms(self.waits, q)
 
 
-def _age_s(head: bytes | None, now: int) -> float | None:
+def age_s(head: bytes | None, now: int) -> float | None:
     """Age of the oldest ready job from its document's timestamps; None when empty or not a job
     (decoding is total and bounded, so a poison document at the head cannot break a read)."""
     if head is None:

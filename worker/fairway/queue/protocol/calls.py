@@ -106,6 +106,11 @@ def continue_tenant(g: TenantGroupKeys, active: str | None, tenant: str) -> Scri
 TENANT_FIGURES_BATCH = 500  # tenants per tenant_figures.lua call: a few ms of Redis time each
 
 
+def demand(prefix: str, served_names: Sequence[str]) -> ScriptCall:
+    """The scaling poll's one read per standalone Redis (demand.lua)."""
+    return ScriptCall("demand", [], [prefix, *served_names])
+
+
 def tenant_figures(g: TenantGroupKeys, first_minute: int, last_minute: int, tenants: Sequence[str]) -> ScriptCall:
     return ScriptCall("tenant_figures", [g.seen], [g.base, first_minute, last_minute, *tenants])
 

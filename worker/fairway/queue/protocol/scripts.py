@@ -47,6 +47,7 @@ NAMES = (
     "maintain_tenant",
     "continue_tenant",
     "tenant_figures",
+    "demand",
 )
 _INCLUDE = "-- #include "
 

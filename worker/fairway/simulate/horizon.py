@@ -1,4 +1,4 @@
-"""Auto-balancing arithmetic after Laravel Horizon's AutoScaler (pure: loads in, replicas out).
+"""Laravel Horizon's AutoScaler arithmetic, kept as `fairway simulate --compare horizon`'s baseline (pure).
 
 Each cooldown, every pool gets a target share of `maxProcesses`: by time to clear (ready jobs x average
 runtime, strategy `time`) or by ready jobs alone (`size`). Pools are visited smallest target first and

@@ -1,0 +1,254 @@
+"""Sizing a supervisor's pools in job slots, stably (pure: samples and a clock in, changes out).
+
+The operator, `fairway up` and `fairway simulate` run this one planner. A pool's demand is its busy
+slots plus the jobs waiting for it; it needs ceil(demand / concurrency) pods, or one more than it has
+while its oldest waiting job has waited longer than `targetWait`. Changes are stable by construction,
+like the HPA's stabilization windows:
+- up only to the *least* need seen over the last cooldown (demand that persisted for a cooldown, not a
+  blip), by at most `balanceMaxShift` pods per cooldown;
+- down only to the *most* need seen over the last `scaleDownDelay`, by at most `balanceMaxShift` per
+  cooldown, never below `minProcesses`;
+- nothing while the need sits inside the current size;
+- a pool at zero wakes at its first waiting job, at once (no window: no job should wait a cooldown
+  to get its first pod).
+The supervisor's `maxProcesses` caps the total: when pools want more than is left, the pods left are
+handed out one at a time to the pool with the fewest per unit of load (ready jobs, or ready jobs x
+average runtime under the `time` strategy), so `auto`'s shares decide who grows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from fairway.resource.balance import ScalingStrategy
+from fairway.resource.spec import QueueSupervisorSpec
+
+
+@dataclass(frozen=True)
+class PoolSample:
+    """One look at a pool: what it runs and what waits for it."""
+
+    busy: float  # busy slots (its reserved jobs); the simulator passes averages over its poll
+    ready: float  # jobs waiting for it: ready, due delayed, and the tenant group's waiting jobs
+    oldest_s: float | None = None  # how long its oldest ready job has waited
+    runtime_ms: float | None = None  # recent average runtime (the `time` strategy's weight)
+
+
+@dataclass(frozen=True)
+class ScalingRules:
+    """The spec's scaling fields, as the planner reads them (`from_spec`: the one place they map)."""
+
+    min_processes: int = 1
+    max_processes: int = 10
+    max_shift: int = 1
+    cooldown_s: float = 3.0
+    scale_down_delay_s: float = 60.0
+    concurrency: int = 1
+    target_wait_s: float | None = None
+    strategy: ScalingStrategy = ScalingStrategy.TIME
+
+    @classmethod
+    def from_spec(cls, spec: QueueSupervisorSpec) -> ScalingRules:
+        return cls(
+            spec.min_processes,
+            spec.max_processes,
+            spec.balance_max_shift,
+            float(spec.balance_cooldown),
+            float(spec.scale_down_delay),
+            spec.concurrency,
+            None if spec.target_wait is None else float(spec.target_wait),
+            spec.auto_scaling_strategy,
+        )
+
+
+@dataclass(frozen=True)
+class Change:
+    t_s: float
+    pool: str
+    before: int
+    after: int
+    reason: str  # "demand", "idle", "wake" or "targetWait"
+    message: str  # what a person reads in the Event: "pool high: 2 -> 4 pods (130 ready, ...)"
+
+
+@dataclass
+class _Track:
+    replicas: int
+    samples: deque[tuple[float, int, int]] = field(default_factory=deque)  # (t, pods to grow to, pods to keep)
+    since: float | None = None  # first sample since the planner (or the pool) started
+    changed_at: float | None = None
+    last: PoolSample | None = None
+    last_change: Change | None = None
+
+
+MARGIN = 0.25  # of a pod: how far demand must exceed a size's slots before the size is outgrown
+
+
+def waiting_slots(sample: PoolSample, rules: ScalingRules) -> float:
+    """The slots the waiting jobs ask for. Without `targetWait`: one each (no job should wait). With
+    it, and a known runtime: the slots that clear them within targetWait (ready x runtime / targetWait),
+    never more than one each; so short jobs arriving in bursts wait up to targetWait instead of each
+    burst calling for a pod per job."""
+    wait, runtime_ms = rules.target_wait_s, sample.runtime_ms
+    if wait is None or not runtime_ms:
+        return sample.ready
+    return min(sample.ready, sample.ready * runtime_ms / 1000 / wait)
+
+
+def needed_pods(sample: PoolSample, replicas: int, rules: ScalingRules, *, margin: float = 0.0) -> int:
+    """The pods one sample asks for, within the limits of one pool. Growing passes `margin`: demand
+    must exceed a size's slots by that part of a pod before the size is outgrown, while a shrink
+    needs the demand to fit the smaller size outright; so a pool whose demand hovers at its size
+    neither grows nor, once grown, shrinks back at once (hysteresis)."""
+    demand = (sample.busy + waiting_slots(sample, rules)) / rules.concurrency
+    pods = max(1, math.ceil(demand - margin - 1e-9)) if demand > 0 else 0
+    if rules.target_wait_s is not None and sample.ready and (sample.oldest_s or 0.0) > rules.target_wait_s:
+        pods = max(pods, replicas + 1)
+    return min(rules.max_processes, max(rules.min_processes, pods))
+
+
+def describe(pool: str, before: int, after: int, sample: PoolSample | None, concurrency: int) -> str:
+    text = f"pool {pool}: {before} -> {after} pod{'' if after == 1 else 's'}"
+    if sample is None:
+        return text
+    oldest = f", oldest {sample.oldest_s:.1f} s" if sample.oldest_s is not None and sample.ready else ""
+    slots = before * concurrency
+    return f"{text} ({sample.ready:g} ready{oldest}, {sample.busy:g} of {slots} slots busy)"
+
+
+class Planner:
+    def __init__(self, rules: ScalingRules, replicas: Mapping[str, int]) -> None:
+        self.rules = rules
+        self.tracks = {name: _Track(n) for name, n in replicas.items()}
+
+    @property
+    def replicas(self) -> dict[str, int]:
+        return {name: t.replicas for name, t in self.tracks.items()}
+
+    def sync(self, replicas: Mapping[str, int]) -> None:
+        """The pools' sizes as they are (someone else may have changed one, or a pool was added)."""
+        for name, n in replicas.items():
+            track = self.tracks.get(name)
+            if track is None:
+                self.tracks[name] = _Track(n)
+            else:
+                track.replicas = n
+
+    def last_change(self, pool: str) -> Change | None:
+        return self.tracks[pool].last_change
+
+    def step(self, now: float, samples: Mapping[str, PoolSample]) -> list[Change]:
+        """Record one look at every pool (pools without a sample are held as they are) and decide."""
+        rules = self.rules
+        keep = max(rules.cooldown_s, rules.scale_down_delay_s)
+        for name, sample in samples.items():
+            track = self.tracks[name]
+            grow = needed_pods(sample, track.replicas, rules, margin=MARGIN)
+            track.samples.append((now, grow, needed_pods(sample, track.replicas, rules)))
+            track.last = sample
+            if track.since is None:
+                track.since = now
+            while track.samples and track.samples[0][0] < now - keep:
+                track.samples.popleft()
+        proposals = {name: self._propose(now, name) for name in samples}
+        return self._apply(now, self._within_total(now, proposals, samples))
+
+    def _propose(self, now: float, name: str) -> tuple[int, str]:
+        rules, track = self.rules, self.tracks[name]
+        current = track.replicas
+        latest = track.samples[-1][1]
+        if current == 0 and latest > 0:
+            return max(1, min(latest, rules.max_shift)), "wake"
+        rested = track.changed_at is None or now - track.changed_at >= rules.cooldown_s - 1e-9
+        assert track.since is not None
+        if not rested:
+            return current, ""
+        if now - track.since >= rules.cooldown_s - 1e-9:
+            up = min(n for t, n, _ in track.samples if t >= now - rules.cooldown_s - 1e-9)
+            if up > current:
+                waited = self._waited_too_long(track)
+                return min(up, current + rules.max_shift), "targetWait" if waited else "demand"
+        if now - track.since >= rules.scale_down_delay_s - 1e-9:
+            down = max(n for t, _, n in track.samples if t >= now - rules.scale_down_delay_s - 1e-9)
+            if down < current:
+                return max(down, current - rules.max_shift, rules.min_processes), "idle"
+        return current, ""
+
+    def _waited_too_long(self, track: _Track) -> bool:
+        wait, last = self.rules.target_wait_s, track.last
+        return bool(wait is not None and last and last.ready and (last.oldest_s or 0.0) > wait)
+
+    def _want(self, now: float, name: str) -> int:
+        """What a pool would grow to were there room: the least need of the last cooldown."""
+        track = self.tracks[name]
+        window = [n for t, n, _ in track.samples if t >= now - self.rules.cooldown_s - 1e-9]
+        return max(min(window, default=track.replicas), 0)
+
+    def _within_total(
+        self, now: float, proposals: dict[str, tuple[int, str]], samples: Mapping[str, PoolSample]
+    ) -> dict[str, tuple[int, str]]:
+        """When the pools want more than maxProcesses holds, each gets its share of it by load (at
+        least minProcesses): a pool under its share grows into it as its own rules allow, one over
+        its share gives pods back (reason `share`, by maxShift a cooldown, without waiting for
+        scaleDownDelay: another pool's jobs are waiting for them)."""
+        rules = self.rules
+        current = {name: t.replicas for name, t in self.tracks.items()}
+        cap = rules.max_processes - sum(n for name, n in current.items() if name not in proposals)
+        wants = {name: max(self._want(now, name), proposals[name][0]) for name in proposals}
+        if sum(wants.values()) <= cap:
+            return proposals
+        weight = {name: max(self._load(samples[name]), 1e-9) for name in proposals}
+        share = {name: min(rules.min_processes, wants[name]) for name in proposals}
+        budget = cap - sum(share.values())
+        while budget > 0:
+            wanting = [name for name in proposals if share[name] < wants[name]]
+            if not wanting:
+                break
+            pick = min(wanting, key=lambda name: (share[name] / weight[name], name))
+            share[pick] += 1
+            budget -= 1
+        out: dict[str, tuple[int, str]] = {}
+        for name, (proposed, reason) in proposals.items():
+            cur, track = current[name], self.tracks[name]
+            rested = track.changed_at is None or now - track.changed_at >= rules.cooldown_s - 1e-9
+            if share[name] < cur and rested:
+                out[name] = (max(share[name], cur - rules.max_shift), "share")
+            elif proposed > cur:
+                out[name] = (min(proposed, max(share[name], cur)), reason)
+            else:
+                out[name] = (proposed, reason)
+        # Pods given back arrive as the ReplicaSets remove them; growth never outruns what is free now.
+        free = cap - sum(min(out[name][0], current[name]) for name in out)
+        for name in sorted(out, key=lambda n: (share[n] / weight[n], n)):
+            after, reason = out[name]
+            grow = max(0, after - current[name])
+            out[name] = (current[name] + min(grow, max(free, 0)), reason) if grow else (after, reason)
+            free -= min(grow, max(free, 0))
+        return {name: (n, reason if n != current[name] else "") for name, (n, reason) in out.items()}
+
+    def _load(self, sample: PoolSample) -> float:
+        """A pool's weight in the shares: its demand in slots, times its runtime under `time`."""
+        demand = float(sample.busy + sample.ready)
+        if self.rules.strategy is ScalingStrategy.TIME:
+            return demand * (sample.runtime_ms or 1.0)
+        return demand
+
+    def _apply(self, now: float, proposals: Mapping[str, tuple[int, str]]) -> list[Change]:
+        changes: list[Change] = []
+        for name, (after, reason) in sorted(proposals.items()):
+            track = self.tracks[name]
+            if after == track.replicas:
+                continue
+            message = describe(name, track.replicas, after, track.last, self.rules.concurrency)
+            change = Change(now, name, track.replicas, after, reason, message)
+            track.replicas, track.changed_at, track.last_change = after, now, change
+            changes.append(change)
+        return changes
+
+
+def wakes_from(replicas: Mapping[str, int], samples: Mapping[str, PoolSample]) -> bool:
+    """Whether a pool at zero has work: then the planner steps now, not at the next cooldown."""
+    return any(replicas.get(name) == 0 and (s.ready or s.busy) for name, s in samples.items())

@@ -1,0 +1,107 @@
+"""The scaling policies `fairway simulate` compares, each a function from samples to replicas.
+
+- `fairway`: the planner the operator runs (fairway.plan.scaling), looking every second.
+- `horizon`: Laravel Horizon's AutoScaler arithmetic (horizon.py), every cooldown, never below one
+  process per pool (Horizon cannot scale to zero); `balance: none` sizes one process per ready job.
+- `keda`: a KEDA ScaledObject per pool on its queue length: desired = ceil(ready / concurrency),
+  polled every 30 s, scale-up at once, scale-down to the highest desired of the last 300 s
+  (the HPA's default stabilization), min 0.
+Baselines live here, never in the operator.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from fairway.plan.scaling import Change, Planner, PoolSample, ScalingRules
+from fairway.simulate.horizon import Limits, PoolLoad, rebalance
+from fairway.simulate.model import POLL_S
+
+POLICY_NAMES = ("fairway", "horizon", "keda")
+KEDA_POLL_S = 30.0
+KEDA_STABILIZATION_S = 300.0
+
+
+@dataclass
+class Policy:
+    name: str
+    poll_s: float
+    replicas: dict[str, int]
+    changes: list[Change] = field(default_factory=list)
+
+    def decide(self, t: float, samples: Mapping[str, PoolSample]) -> dict[str, int]:
+        raise NotImplementedError
+
+    def _record(self, t: float, new: Mapping[str, int], reason: str) -> dict[str, int]:
+        for pool in sorted(new):
+            if new[pool] != self.replicas[pool]:
+                before = self.replicas[pool]
+                self.changes.append(Change(t, pool, before, new[pool], reason, f"pool {pool}: {before} -> {new[pool]}"))
+                self.replicas[pool] = new[pool]
+        return dict(self.replicas)
+
+
+class FairwayPolicy(Policy):
+    """As the operator runs it: the planner stepped on every scaling poll (each second)."""
+
+    def __init__(self, rules: ScalingRules, pools: Sequence[str], resized: bool, fixed: Mapping[str, int]) -> None:
+        start = {p: rules.min_processes for p in pools} if resized else dict(fixed)
+        super().__init__("fairway", POLL_S, dict(start))
+        self.planner = Planner(rules, start) if resized else None
+
+    def decide(self, t: float, samples: Mapping[str, PoolSample]) -> dict[str, int]:
+        if self.planner is None:
+            return dict(self.replicas)
+        self.changes += self.planner.step(t, samples)
+        self.replicas = self.planner.replicas
+        return dict(self.replicas)
+
+
+class HorizonPolicy(Policy):
+    def __init__(
+        self, rules: ScalingRules, pools: Sequence[str], by_share: bool, resized: bool, fixed: Mapping[str, int]
+    ) -> None:
+        least = max(1, rules.min_processes)
+        super().__init__("horizon", rules.cooldown_s, {p: least for p in pools} if resized else dict(fixed))
+        self.limits = Limits(least, rules.max_processes, rules.max_shift, rules.strategy)
+        self.by_share, self.resized = by_share, resized
+
+    def decide(self, t: float, samples: Mapping[str, PoolSample]) -> dict[str, int]:
+        if not self.resized:
+            return dict(self.replicas)
+        loads = [PoolLoad(p, round(s.ready), s.runtime_ms, self.replicas[p]) for p, s in samples.items()]
+        return self._record(t, rebalance(loads, self.limits, self.by_share), "horizon")
+
+
+class KedaPolicy(Policy):
+    def __init__(self, rules: ScalingRules, pools: Sequence[str]) -> None:
+        super().__init__("keda", KEDA_POLL_S, dict.fromkeys(pools, 0))
+        self.rules = rules
+        self.history: dict[str, deque[tuple[float, int]]] = {p: deque() for p in pools}
+
+    def decide(self, t: float, samples: Mapping[str, PoolSample]) -> dict[str, int]:
+        new = {}
+        for pool, sample in samples.items():
+            desired = min(self.rules.max_processes, math.ceil(sample.ready / self.rules.concurrency))
+            history = self.history[pool]
+            history.append((t, desired))
+            while history[0][0] < t - KEDA_STABILIZATION_S:
+                history.popleft()
+            current = self.replicas[pool]
+            new[pool] = desired if desired >= current else max(d for _, d in history)
+        return self._record(t, new, "keda")
+
+
+def build(
+    name: str, rules: ScalingRules, pools: Sequence[str], *, by_share: bool, resized: bool, fixed: Mapping[str, int]
+) -> Policy:
+    if name == "fairway":
+        return FairwayPolicy(rules, pools, resized, fixed)
+    if name == "horizon":
+        return HorizonPolicy(rules, pools, by_share, resized, fixed)
+    if name == "keda":
+        return KedaPolicy(rules, pools)
+    raise ValueError(f"unknown policy {name!r}: choose from {', '.join(POLICY_NAMES)}")
