@@ -1,15 +1,23 @@
-"""The operator's scaling, run as it runs: kopf with the real handlers, against the Kubernetes emulator
-over HTTP, a real Redis and real `fairway worker` processes. The emulator runs no ReplicaSet
+"""The operator's scaling, run as it runs: `fairway operator` in its own process (the wake-up) or kopf
+with the real handlers in this one (the rest), against the Kubernetes emulator over HTTP, a real Redis
+and real `fairway worker` processes. The emulator runs no ReplicaSet
 controller (no pods come or go), so these tests assert what the operator *sends*, from the emulator's
 log of writes, in order."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
+import sys
 import time
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from test_operator_command import kubeconfig
 from test_reconcile import NS, api, children, condition, create, get, supervisor
 
 from fairway.queue.access.client import Client
@@ -43,10 +51,29 @@ def scaled_events(k8s: Emulator) -> list[dict[str, Any]]:
     ]
 
 
-async def test_a_pool_at_zero_is_woken_by_its_first_job_within_1_5_s(k8s: Emulator, redis_url: str) -> None:
+@contextlib.asynccontextmanager
+async def operator_process(k8s: Emulator, tmp_path: Path) -> AsyncIterator[None]:
+    """`fairway operator` in its own process, as users run it (its default 1 s tick), logged in to
+    the emulator with a kubeconfig."""
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig(tmp_path / "config", str(k8s.url).rstrip("/")))}
+    log = (tmp_path / "operator.log").open("w")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "fairway.cli", "operator", "--all-namespaces", env=env, stdout=log, stderr=log
+    )
+    try:
+        yield
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(proc.wait(), 20)
+        log.close()
+    assert code == 0, (tmp_path / "operator.log").read_text()[-3000:]
+
+
+async def test_a_pool_at_zero_is_woken_by_its_first_job_within_1_5_s(
+    k8s: Emulator, redis_url: str, tmp_path: Path
+) -> None:
     await make_secret(redis_url)
-    # The production tick (1 s), not the suite's faster one: the bound is for the operator as shipped.
-    async with running_operator(k8s, loop_tick_s=1.0):
+    async with operator_process(k8s, tmp_path):
         await create(supervisor(balance="auto", queues=["mail"], minProcesses=0, maxProcesses=4))
         assert await eventually(
             lambda: [d["spec"]["replicas"] for d in children(k8s, "Deployment").values()] == [0], 10
