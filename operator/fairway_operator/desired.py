@@ -85,6 +85,11 @@ def _redis_env(spec: QueueSupervisorSpec) -> dict[str, Any]:
     return {"name": REDIS_URL_ENV, "value": spec.redis.url}
 
 
+def pool_selector(labels: Mapping[str, str]) -> dict[str, str]:
+    """A pool Deployment's matchLabels, from its labels: what selects the pool's pods."""
+    return {SUPERVISOR_LABEL: labels[SUPERVISOR_LABEL], POOL_KEY: labels[POOL_KEY]}
+
+
 POD_NAME_ENV = {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
 
 
@@ -173,7 +178,7 @@ def desired(
             pod_spec["nodeSelector"] = dict(spec.worker.node_selector)
         if spec.worker.tolerations:
             pod_spec["tolerations"] = list(spec.worker.tolerations)
-        selector = {SUPERVISOR_LABEL: labels[SUPERVISOR_LABEL], POOL_KEY: labels[POOL_KEY]}
+        selector = pool_selector(labels)
         deployment = {
             "apiVersion": "apps/v1",
             "kind": "Deployment",

@@ -23,7 +23,7 @@ from fairway.queue.access.demand import DemandReader
 from fairway.queue.access.inspector import Inspector
 from fairway.queue.connection import RedisClient
 from fairway.resource.spec import QueueSupervisorSpec
-from fairway_operator.desired import POOL_KEY, SUPERVISOR_LABEL
+from fairway_operator.desired import POOL_KEY, SUPERVISOR_LABEL, pool_selector
 
 log = logging.getLogger("fairway.operator")
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
@@ -133,11 +133,11 @@ class Scaler:
         for pool in pools:
             deployment = next(d for d in sup.deployments if _pool_of(d) == pool)
             labels = deployment["metadata"].get("labels") or {}
-            selector = {k: labels[k] for k in (SUPERVISOR_LABEL, POOL_KEY) if k in labels}  # its matchLabels
-            pods = kube.pods(namespace, selector) if len(selector) == 2 else []
-            for pod, cost in deletion_costs(pods, beats).items():
-                current = (
-                    (next(p for p in pods if p["metadata"]["name"] == pod)["metadata"].get("annotations")) or {}
-                ).get(DELETION_COST)
-                if current != str(cost):
-                    kube.annotate_pod(namespace, pod, DELETION_COST, str(cost))
+            if SUPERVISOR_LABEL not in labels or POOL_KEY not in labels:
+                continue  # not labelled as ours: its pods cannot be told apart
+            pods = kube.pods(namespace, pool_selector(labels))
+            costs = deletion_costs(pods, beats)
+            for pod in pods:
+                name = pod["metadata"]["name"]
+                if (pod["metadata"].get("annotations") or {}).get(DELETION_COST) != str(costs[name]):
+                    kube.annotate_pod(namespace, name, DELETION_COST, str(costs[name]))

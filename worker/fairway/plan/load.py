@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from fairway.plan.pools import pools
-from fairway.plan.scaling import PoolSample, wakes_from
+from fairway.plan.scaling import PoolSample
 from fairway.queue.access.figures import QueueStats
 from fairway.queue.access.inspector import Inspector
 from fairway.resource.balance import ScalingStrategy
@@ -56,5 +56,7 @@ def read_samples(inspector: Inspector, spec: QueueSupervisorSpec, stats: Sequenc
 
 
 def wakes(replicas: Mapping[str, int], stats: Sequence[QueueStats], spec: QueueSupervisorSpec) -> bool:
-    """Whether a pool at zero has work waiting (read from figures already fetched)."""
-    return wakes_from(replicas, pool_samples(spec, stats))
+    """Whether a pool at zero has work (read from figures already fetched): then the planner steps
+    now, not at the next cooldown."""
+    samples = pool_samples(spec, stats)
+    return any(replicas.get(name) == 0 and (s.ready or s.busy) for name, s in samples.items())

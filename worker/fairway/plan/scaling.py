@@ -81,7 +81,6 @@ class _Track:
     since: float | None = None  # first sample since the planner (or the pool) started
     changed_at: float | None = None
     last: PoolSample | None = None
-    last_change: Change | None = None
 
 
 MARGIN = 0.25  # of a pod: how far demand must exceed a size's slots before the size is outgrown
@@ -136,9 +135,6 @@ class Planner:
                 self.tracks[name] = _Track(n)
             else:
                 track.replicas = n
-
-    def last_change(self, pool: str) -> Change | None:
-        return self.tracks[pool].last_change
 
     def step(self, now: float, samples: Mapping[str, PoolSample]) -> list[Change]:
         """Record one look at every pool (pools without a sample are held as they are) and decide."""
@@ -244,11 +240,6 @@ class Planner:
                 continue
             message = describe(name, track.replicas, after, track.last, self.rules.concurrency)
             change = Change(now, name, track.replicas, after, reason, message)
-            track.replicas, track.changed_at, track.last_change = after, now, change
+            track.replicas, track.changed_at = after, now
             changes.append(change)
         return changes
-
-
-def wakes_from(replicas: Mapping[str, int], samples: Mapping[str, PoolSample]) -> bool:
-    """Whether a pool at zero has work: then the planner steps now, not at the next cooldown."""
-    return any(replicas.get(name) == 0 and (s.ready or s.busy) for name, s in samples.items())

@@ -12,11 +12,12 @@ Baselines live here, never in the operator.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from fairway.plan.scaling import Change, Planner, PoolSample, ScalingRules
+from fairway.plan.scaling import Change, Planner, PoolSample, ScalingRules, describe
 from fairway.simulate.horizon import Limits, PoolLoad, rebalance
 from fairway.simulate.model import POLL_S
 
@@ -26,20 +27,23 @@ KEDA_STABILIZATION_S = 300.0
 
 
 @dataclass
-class Policy:
+class Policy(ABC):
     name: str
     poll_s: float
     replicas: dict[str, int]
     changes: list[Change] = field(default_factory=list)
 
+    @abstractmethod
     def decide(self, t: float, samples: Mapping[str, PoolSample]) -> dict[str, int]:
-        raise NotImplementedError
+        """New replicas per pool after one look at them."""
 
     def _record(self, t: float, new: Mapping[str, int], reason: str) -> dict[str, int]:
         for pool in sorted(new):
             if new[pool] != self.replicas[pool]:
                 before = self.replicas[pool]
-                self.changes.append(Change(t, pool, before, new[pool], reason, f"pool {pool}: {before} -> {new[pool]}"))
+                self.changes.append(
+                    Change(t, pool, before, new[pool], reason, describe(pool, before, new[pool], None, 1))
+                )
                 self.replicas[pool] = new[pool]
         return dict(self.replicas)
 

@@ -10,18 +10,16 @@ local now = now_ms()
 local out = {}
 for i = 2, #ARGV do
   local name = ARGV[i]
-  local ready, since
-  local base
+  local ready, reserved, delayed, since = nil, nil, nil, -1
   if string.sub(name, 1, 1) == '@' then
-    base = prefix .. ':{tenants:' .. string.sub(name, 2) .. '}:'
-    ready = redis.call('LLEN', base .. GK.notify)
-    since = -1
+    local G = prefix .. ':{tenants:' .. string.sub(name, 2) .. '}:'
+    ready, reserved, delayed = redis.call('LLEN', G .. GK.notify), G .. GK.reserved, G .. GK.delayed
   else
-    base = prefix .. ':{' .. name .. '}:'
-    ready = redis.call('LLEN', base .. QK.ready)
-    since = -1
+    local list = queue_key(prefix, name, QK.ready)
+    ready = redis.call('LLEN', list)
+    reserved, delayed = queue_key(prefix, name, QK.reserved), queue_key(prefix, name, QK.delayed)
     if ready > 0 then
-      local ok, head = pcall(cjson.decode, redis.call('LINDEX', base .. QK.ready, 0))
+      local ok, head = pcall(cjson.decode, redis.call('LINDEX', list, 0))
       if ok and type(head) == 'table' then
         local at = head.available_at
         if type(at) ~= 'number' then at = head.enqueued_at end
@@ -30,8 +28,8 @@ for i = 2, #ARGV do
     end
   end
   out[#out + 1] = ready
-  out[#out + 1] = redis.call('ZCARD', base .. (string.sub(name, 1, 1) == '@' and GK.reserved or QK.reserved))
-  out[#out + 1] = redis.call('ZCOUNT', base .. (string.sub(name, 1, 1) == '@' and GK.delayed or QK.delayed), '-inf', now)
+  out[#out + 1] = redis.call('ZCARD', reserved)
+  out[#out + 1] = redis.call('ZCOUNT', delayed, '-inf', now)
   out[#out + 1] = since
 end
 return out

@@ -74,6 +74,11 @@ local function lease(reserved, leased, jk, tag, doc, deadline)
   return member
 end
 
+-- The document a lease holds (`leased` keeps `<tag>\t<document>`), or false when there is none.
+local function held_document(held)
+  return held and string.sub(held, string.find(held, '\t', 1, true) + 1)
+end
+
 -- End a lease; the job key and its document, or false when the lease had already run out (the job
 -- may be running elsewhere, under another member).
 local function unlease(reserved, leased, member)
@@ -81,8 +86,7 @@ local function unlease(reserved, leased, member)
   local jk = split_reservation(member)
   local held = redis.call('HGET', leased, jk)
   redis.call('HDEL', leased, jk)
-  local doc = held and string.sub(held, string.find(held, '\t', 1, true) + 1) or ''
-  return jk, doc
+  return jk, held_document(held) or ''
 end
 
 -- An expired lease: out of `reserved` and `leased`, the attempt counted as lost; the job key and
@@ -93,8 +97,7 @@ local function expire(reserved, leased, attempts, member)
   local held = redis.call('HGET', leased, jk)
   redis.call('HDEL', leased, jk)
   count_lost(attempts, jk)
-  if not held then return jk, false end
-  return jk, string.sub(held, string.find(held, '\t', 1, true) + 1)
+  return jk, held_document(held)
 end
 
 -- Acknowledge a plain job: end its lease and drop its counters. 1, or 0 when the lease had already
