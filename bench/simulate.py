@@ -23,7 +23,7 @@ RUNS = [
     ("near-idle jitter", "three-queues.yaml", "jitter.csv", []),
     ("burst of 10,000", "three-queues.yaml", "burst.csv", []),
     ("diurnal, 24 h", "diurnal.yaml", "diurnal.csv", []),
-    ("diurnal, 24 h, targetWait 1 s", "diurnal-targetwait.yaml", "diurnal.csv", []),
+    ("diurnal, 24 h, targetWait 2 s", "diurnal-targetwait.yaml", "diurnal.csv", []),
     ("noisy tenant", "tenants.yaml", "noisy_tenant.csv", ["--duration", "500"]),
 ]
 

@@ -1,6 +1,6 @@
 """Write the simulator's benchmark traces (bench/traces/*.csv), deterministically (seeded).
 
-    python bench/traces/make_traces.py
+    python bench/traces/make_traces.py [OUT_DIR]     # default: beside this file
 
 - steady.csv: 3 queues at 5/3/1 jobs per second (Poisson) of 100 ms each, 600 s (0.9 busy slots in all).
 - jitter.csv: near-idle: every second each queue gets 0-2 jobs of 300 ms, 600 s.
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import random
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).parent
@@ -30,11 +31,12 @@ def poisson(rng: random.Random, mean: float) -> int:
         k += 1
 
 
-def write(name: str, header: str, rows: list[str]) -> None:
-    (HERE / name).write_text(header + "\n" + "\n".join(rows) + "\n")
+def write_all(out: Path) -> None:
+    """Every trace into `out` (the test of the diurnal target writes them into a temporary folder)."""
 
+    def write(name: str, header: str, rows: list[str]) -> None:
+        (out / name).write_text(header + "\n" + "\n".join(rows) + "\n")
 
-def main() -> None:
     rng = random.Random(26)
     rows = []
     for tenth in range(6000):  # 0.1 s buckets
@@ -71,4 +73,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    write_all(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE)

@@ -81,7 +81,7 @@ def pool_deployments(body: kopf.Body, namespace: str, **_: Any) -> dict[tuple[st
                 k: copy.deepcopy(body.metadata.get(k)) for k in ("name", "labels", "annotations", "ownerReferences")
             },
             "spec": {"replicas": body.spec.get("replicas")},
-            "status": {"availableReplicas": body.status.get("availableReplicas")},
+            "status": {k: body.status.get(k) for k in ("availableReplicas", "readyReplicas")},
         }
     }
 

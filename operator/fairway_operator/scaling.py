@@ -14,7 +14,7 @@ import datetime
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from fairway.plan.load import pool_samples, served_names
@@ -44,6 +44,15 @@ class Supervised:
 
     def replicas(self) -> dict[str, int]:
         return {_pool_of(d): (d.get("spec") or {}).get("replicas") or 0 for d in self.deployments}
+
+    def starting(self) -> dict[str, int]:
+        """Pods each pool asked for that are not ready yet (the Deployment's status, which the
+        Deployment controller keeps; before it has written any, every asked-for pod is starting)."""
+        out = {}
+        for d in self.deployments:
+            wanted = (d.get("spec") or {}).get("replicas") or 0
+            out[_pool_of(d)] = max(0, wanted - ((d.get("status") or {}).get("readyReplicas") or 0))
+        return out
 
     def deployment_of(self, pool: str) -> str | None:
         return next((d["metadata"]["name"] for d in self.deployments if _pool_of(d) == pool), None)
@@ -107,7 +116,11 @@ class Scaler:
     def _step(self, sup: Supervised, client: RedisClient, rows: Mapping[str, Any], now: float) -> list[Change]:
         namespace, name = sup.key
         stats = [rows[n] for n in served_names(sup.spec) if n in rows]
-        samples = pool_samples(sup.spec, stats, self.reconciler.runtimes.get(sup.key))
+        starting = sup.starting()
+        samples = {
+            pool: replace(sample, starting=starting.get(pool, 0))
+            for pool, sample in pool_samples(sup.spec, stats, self.reconciler.runtimes.get(sup.key)).items()
+        }
         current = sup.replicas()
         planner = self.reconciler.planners.get((namespace, name, sup.body["metadata"].get("uid")), sup.spec, current)
         changes = [c for c in planner.step(now, samples) if sup.deployment_of(c.pool)]

@@ -2,7 +2,10 @@
 
 The operator, `fairway up` and `fairway simulate` run this one planner. A pool's demand is its busy
 slots plus the jobs waiting for it; it needs ceil(demand / concurrency) pods, or one more than it has
-while its oldest waiting job has waited longer than `targetWait`. Changes are stable by construction,
+while its oldest waiting job has waited longer than `targetWait`. With `targetWait` set, jobs may wait
+that long, so a pool is sized for the work it receives (its busy slots averaged over `BUSY_WINDOW_S`,
+not the instant of a look, which right after a burst sees every slot taken) or for clearing its
+waiting jobs within targetWait, whichever asks more. Changes are stable by construction,
 like the HPA's stabilization windows:
 - up only to the *least* need seen over the last cooldown (demand that persisted for a cooldown, not a
   blip), by at most `balanceMaxShift` pods per cooldown;
@@ -21,7 +24,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from fairway.resource.balance import ScalingStrategy
 from fairway.resource.spec import QueueSupervisorSpec
@@ -35,6 +38,7 @@ class PoolSample:
     ready: float  # jobs waiting for it: ready, due delayed, and the tenant group's waiting jobs
     oldest_s: float | None = None  # how long its oldest ready job has waited
     runtime_ms: float | None = None  # recent average runtime (the `time` strategy's weight)
+    starting: int = 0  # pods asked for that are not ready yet: the answer to a long wait, on its way
 
 
 @dataclass(frozen=True)
@@ -78,12 +82,14 @@ class Change:
 class _Track:
     replicas: int
     samples: deque[tuple[float, int, int]] = field(default_factory=deque)  # (t, pods to grow to, pods to keep)
+    busy: deque[tuple[float, float]] = field(default_factory=deque)  # (t, busy slots): the targetWait average
     since: float | None = None  # first sample since the planner (or the pool) started
     changed_at: float | None = None
     last: PoolSample | None = None
 
 
 MARGIN = 0.25  # of a pod: how far demand must exceed a size's slots before the size is outgrown
+BUSY_WINDOW_S = 20.0  # with targetWait: busy slots averaged over this long (twenty looks of the operator's poll)
 
 
 def waiting_slots(sample: PoolSample, rules: ScalingRules) -> float:
@@ -102,11 +108,18 @@ def needed_pods(sample: PoolSample, replicas: int, rules: ScalingRules, *, margi
     must exceed a size's slots by that part of a pod before the size is outgrown, while a shrink
     needs the demand to fit the smaller size outright; so a pool whose demand hovers at its size
     neither grows nor, once grown, shrinks back at once (hysteresis)."""
-    demand = (sample.busy + waiting_slots(sample, rules)) / rules.concurrency
+    waiting = waiting_slots(sample, rules)
+    slots = sample.busy + waiting if rules.target_wait_s is None else max(sample.busy, waiting)
+    demand = slots / rules.concurrency
     pods = max(1, math.ceil(demand - margin - 1e-9)) if demand > 0 else 0
-    if rules.target_wait_s is not None and sample.ready and (sample.oldest_s or 0.0) > rules.target_wait_s:
+    if _waited_too_long(sample, rules) and not sample.starting:
         pods = max(pods, replicas + 1)
     return min(rules.max_processes, max(rules.min_processes, pods))
+
+
+def _waited_too_long(sample: PoolSample, rules: ScalingRules) -> bool:
+    wait = rules.target_wait_s
+    return bool(wait is not None and sample.ready and (sample.oldest_s or 0.0) > wait)
 
 
 def describe(pool: str, before: int, after: int, sample: PoolSample | None, concurrency: int) -> str:
@@ -142,15 +155,25 @@ class Planner:
         keep = max(rules.cooldown_s, rules.scale_down_delay_s)
         for name, sample in samples.items():
             track = self.tracks[name]
+            track.last = sample
+            sample = self._smoothed(track, now, sample)
             grow = needed_pods(sample, track.replicas, rules, margin=MARGIN)
             track.samples.append((now, grow, needed_pods(sample, track.replicas, rules)))
-            track.last = sample
             if track.since is None:
                 track.since = now
             while track.samples and track.samples[0][0] < now - keep:
                 track.samples.popleft()
         proposals = {name: self._propose(now, name) for name in samples}
         return self._apply(now, self._within_total(now, proposals, samples))
+
+    def _smoothed(self, track: _Track, now: float, sample: PoolSample) -> PoolSample:
+        """With targetWait, the sample with its busy slots averaged over the last BUSY_WINDOW_S."""
+        if self.rules.target_wait_s is None:
+            return sample
+        track.busy.append((now, sample.busy))
+        while track.busy[0][0] < now - BUSY_WINDOW_S + 1e-9:
+            track.busy.popleft()
+        return replace(sample, busy=sum(b for _, b in track.busy) / len(track.busy))
 
     def _propose(self, now: float, name: str) -> tuple[int, str]:
         rules, track = self.rules, self.tracks[name]
@@ -165,17 +188,13 @@ class Planner:
         if now - track.since >= rules.cooldown_s - 1e-9:
             up = min(n for t, n, _ in track.samples if t >= now - rules.cooldown_s - 1e-9)
             if up > current:
-                waited = self._waited_too_long(track)
+                waited = track.last is not None and _waited_too_long(track.last, rules)
                 return min(up, current + rules.max_shift), "targetWait" if waited else "demand"
         if now - track.since >= rules.scale_down_delay_s - 1e-9:
             down = max(n for t, _, n in track.samples if t >= now - rules.scale_down_delay_s - 1e-9)
             if down < current:
                 return max(down, current - rules.max_shift, rules.min_processes), "idle"
         return current, ""
-
-    def _waited_too_long(self, track: _Track) -> bool:
-        wait, last = self.rules.target_wait_s, track.last
-        return bool(wait is not None and last and last.ready and (last.oldest_s or 0.0) > wait)
 
     def _want(self, now: float, name: str) -> int:
         """What a pool would grow to were there room: the least need of the last cooldown."""

@@ -58,7 +58,8 @@ class SimPool:
 
     def sample(self, t: float) -> PoolSample:
         """What a look at Redis at this moment sees: slots busy, jobs waiting, the oldest one's wait."""
-        return PoolSample(self.busy + self.step_use, self.waiting, self.oldest_s(t), self.runtime_ms)
+        starting = len(self.pods) - self.ready_pods(t)
+        return PoolSample(self.busy + self.step_use, self.waiting, self.oldest_s(t), self.runtime_ms, starting)
 
     def resize(self, t: float, replicas: int, pod_start_s: float) -> None:
         if replicas > len(self.pods):
