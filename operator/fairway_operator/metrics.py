@@ -38,6 +38,20 @@ TENANT_GAUGES = (
         lambda f: f.failure_rate,
     ),
     ("fairway_tenant_quarantined", "1 while the tenant is in the slow lane", lambda f: float(f.quarantined)),
+    (
+        "fairway_tenant_quarantined_slow",
+        "1 while the tenant is in the slow lane for its share of the run time (not its failures)",
+        lambda f: float(f.quarantined and f.quarantine_reason == "slow"),
+    ),
+    ("fairway_tenant_weight", "The tenant's weight in effect (turns among tenants with work)", lambda f: f.weight),
+    (
+        "fairway_tenant_max_in_flight",
+        "The tenant's in-flight cap in effect (0 = none): compare with fairway_tenant_in_flight_jobs",
+        lambda f: f.max_in_flight or 0,
+    ),
+    ("fairway_tenant_rate", "The tenant's rate in effect, jobs per second (0 = none)", lambda f: f.rate or 0.0),
+    ("fairway_tenant_capped", "Times the tenant's turn was skipped at its in-flight cap", lambda f: f.capped),
+    ("fairway_tenant_throttled", "Times the tenant's turn was skipped for want of a rate token", lambda f: f.throttled),
 )
 
 

@@ -23,6 +23,7 @@ from fairway.plan.scaling import Planner, PoolSample, ScalingRules
 from fairway.queue.access.admin import Admin
 from fairway.queue.access.figures import QueueStats, TenantFigures
 from fairway.queue.access.inspector import Inspector
+from fairway.queue.access.tenant_settings import TenantSettingsStore
 from fairway.queue.connection import CONNECTION_ERRORS, RedisClient, connect
 from fairway.resource.manifests import ValidationReport, validate_spec
 from fairway.resource.spec import QueueSupervisorSpec
@@ -184,10 +185,14 @@ class Reconciler:
     def observe_redis(
         self, namespace: str, spec: QueueSupervisorSpec
     ) -> tuple[list[QueueStats] | None, list[TenantFigures] | None, str | None]:
-        """Push pauses, read queue figures and tenant figures; (None, None, reason) when unreachable."""
+        """Push pauses and the tenant group's settings, read queue figures and tenant figures; (None,
+        None, reason) when unreachable."""
         try:
             client = self._redis(namespace, spec)
             Admin(client).set_paused(spec.queues, spec.paused_queues)
+            if spec.tenants is not None:
+                tenants = spec.tenants
+                TenantSettingsStore(client).configure(tenants.queue_prefix, tenants.defaults, tenants.overrides)
             inspector = Inspector(client)
             stats = read_stats(inspector, spec)
             figures = inspector.tenant_figures(spec.tenants.queue_prefix) if spec.tenants else None

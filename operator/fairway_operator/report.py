@@ -23,7 +23,7 @@ from fairway.resource.status import (
 )
 from fairway_operator import conditions as c
 
-QUARANTINED_LISTED = 100  # the status lists at most this many quarantined tenants (the schema's bound)
+QUARANTINED_LISTED = 100  # the status lists at most this many tenants of a kind (the schema's bound)
 
 
 @dataclass(frozen=True)
@@ -111,6 +111,12 @@ def _tenants(figures: Sequence[TenantFigures]) -> TenantsStatus:
     return TenantsStatus(
         active=sum(1 for f in figures if f.waiting or f.in_flight),
         quarantined=sorted(f.tenant for f in figures if f.quarantined)[:QUARANTINED_LISTED],
+        quarantined_slow=sorted(f.tenant for f in figures if f.quarantined and f.quarantine_reason == "slow")[
+            :QUARANTINED_LISTED
+        ],
+        at_cap=sorted(f.tenant for f in figures if f.max_in_flight and f.in_flight >= f.max_in_flight)[
+            :QUARANTINED_LISTED
+        ],
         worst_p99_wait_ms=round(worst) if worst is not None else None,
     )
 

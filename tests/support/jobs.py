@@ -153,3 +153,21 @@ def flaky_chaos(key: str) -> None:
     if _redis().incr(f"test:flaky:{key}") == 1:
         raise RuntimeError("the first attempt fails on purpose")
     _redis().rpush("test:runs", f"{key}|{pid}|done")
+
+
+@job(name="span")
+def span(seconds: float = 0.0) -> None:
+    """Record (tenant, start ms, end ms, enqueued ms) on the Redis clock: overlaps of one tenant's jobs
+    are what a fleet-wide in-flight cap bounds, counted across every worker process; start minus
+    enqueued is the job's wait."""
+    from fairway import current_job
+
+    def now_ms() -> int:
+        s, us = _redis().time()
+        return int(s) * 1000 + int(us) // 1000
+
+    started = now_ms()
+    if seconds:
+        time.sleep(seconds)
+    job = current_job()
+    _redis().rpush("test:spans", f"{job.tenant}\t{started}\t{now_ms()}\t{job.enqueued_at_ms}")

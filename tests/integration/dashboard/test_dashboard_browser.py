@@ -170,6 +170,50 @@ def test_the_tenants_page_sorts_by_p99_and_marks_a_quarantined_tenant(
     assert [r[0] for r in cells(browser, "table.tenants tbody tr")] == ["medium"]
 
 
+def test_a_tenants_weight_and_cap_are_set_from_the_page_with_the_token(
+    redis_url: str, dashboard: str, browser: WebDriver, tmp_path: Path
+) -> None:
+    client = Client(redis_url)
+    client.enqueue_many("noop", [[]] * 3, tenant="acme")
+    client.enqueue_many("noop", [[]] * 2, tenant="free")
+    client.set_tenant("free", rate=2)
+    browser.get(dashboard + "/tenants")
+
+    def submit(token: str, **fields: str) -> None:
+        set_token(browser, token)
+        form = browser.find_element(By.CSS_SELECTOR, "form.settings")
+        for name, value in fields.items():
+            box = form.find_element(By.NAME, name)
+            box.clear()
+            box.send_keys(value)
+        form.find_element(By.CSS_SELECTOR, "button:not([formaction])").click()
+
+    submit("wrong-token-0000", tenant="acme", weight="4")
+    assert (
+        "needs the dashboard's token"
+        in wait(browser, 5).until(lambda b: b.find_element(By.CSS_SELECTOR, ".flash.bad")).text
+    )
+    assert client.tenant("acme").weight == 1, "refused: nothing written"
+    browser.get(dashboard + "/tenants")
+    submit(TOKEN, tenant="acme", weight="4", max_in_flight="5")
+    assert (
+        wait(browser, 5).until(lambda b: b.find_element(By.CSS_SELECTOR, ".flash")).text
+        == "tenant acme of @tenant-: set"
+    )
+    acme = client.tenant("acme")
+    assert (acme.weight, acme.max_in_flight, acme.sources["weight"]) == (4, 5, "run-time")
+    row = {r[0]: r for r in cells(browser, "table.tenants tbody tr")}
+    assert row["acme"][1] == "4" and row["acme"][3] == "0/5", row["acme"]
+    assert "rate 2/s" in browser.find_element(By.CSS_SELECTOR, 'tr[data-tenant="free"]').text
+    screenshot(browser, "dashboard-tenant-controls", tmp_path)
+    submit(TOKEN, tenant="acme", weight="0")
+    assert (
+        "weight: must be at least 1, not 0"
+        in wait(browser, 5).until(lambda b: b.find_element(By.CSS_SELECTOR, ".flash.bad")).text
+    )
+    assert client.tenant("acme").weight == 4
+
+
 def test_retrying_a_failed_job_from_the_page_runs_it_on_a_real_worker(
     redis_url: str, dashboard: str, browser: WebDriver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

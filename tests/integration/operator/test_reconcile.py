@@ -224,6 +224,34 @@ async def test_status_shows_queue_depths_from_redis_and_pauses_reach_redis(
     assert await eventually(twelve, 10), "the periodic pass refreshes depths"
 
 
+async def test_the_resources_tenant_settings_reach_redis_and_run_time_ones_win(
+    k8s: Emulator, operator: Any, redis_secret: None, redis_url: str
+) -> None:
+    from fairway.queue.access.client import Client
+    from fairway.queue.access.tenant_settings import TenantSettingsStore
+    from fairway.queue.connection import connect
+    from fairway.resource.spec import TenantSettings
+
+    store = TenantSettingsStore(connect(redis_url))
+    store.set("tenant-", "acme", TenantSettings(max_in_flight=3))  # set by hand before the resource exists
+    Client(redis_url).enqueue_many("noop", [[]] * 4, tenant="acme")
+    tenants = {
+        "queuePrefix": "tenant-",
+        "defaults": {"rate": 50},
+        "overrides": [{"tenant": "acme", "weight": 5, "maxInFlight": 20}],
+    }
+    await create(supervisor(balance="none", tenants=tenants))
+
+    def written() -> bool:
+        return store.show("tenant-", "acme").weight == 5
+
+    assert await eventually(written, 15), "the operator wrote the resource's override into Redis"
+    acme = store.show("tenant-", "acme")
+    assert (acme.weight, acme.max_in_flight, acme.rate) == (5, 3, 50.0), "run-time cap wins, the rest falls through"
+    assert acme.sources == {"weight": "override", "max_in_flight": "run-time", "rate": "defaults", "burst": "built-in"}
+    assert store.show("tenant-", "other").rate == 50.0
+
+
 async def test_ready_follows_the_deployments(k8s: Emulator, operator: Any, redis_secret: None) -> None:
     await create(supervisor(minProcesses=2))
     assert await eventually(lambda: "fairway-shop" in children(k8s, "Deployment"))

@@ -105,7 +105,7 @@ def test_figures_from_known_waits(redis_url: str) -> None:
         text=True,
         env=worker_env(redis_url),
     ).stdout
-    assert table.splitlines()[1].split()[:2] == ["backlog", "7"]
+    assert table.splitlines()[1].split()[:3] == ["backlog", "1", "7"], "tenant, weight, waiting"
 
 
 def test_figures_memory_is_bounded_and_expires(redis_url: str) -> None:

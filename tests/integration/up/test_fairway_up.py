@@ -217,3 +217,17 @@ def test_up_scales_a_pool_from_zero_at_its_first_job_and_back(redis_url: str, tm
         out, _ = up.communicate(timeout=30)
     assert up.returncode == 0, out
     assert "pool high: 0 -> 1 pod (1 ready" in out and "pool high: 1 -> 0 pods" in out, out
+
+
+def test_up_writes_the_supervisors_tenant_settings_as_the_operator_does(redis_url: str, tmp_path: Path) -> None:
+    from fairway.local.up import Up
+    from fairway.queue.access.tenant_settings import TenantSettingsStore
+    from fairway.queue.connection import connect
+    from fairway.resource.manifests import validate_document
+
+    tenants = {"queuePrefix": "tenant-", "defaults": {"rate": 5}, "overrides": [{"tenant": "acme", "maxInFlight": 2}]}
+    spec = validate_document(yaml.safe_load(manifest(tmp_path, balance="none", tenants=tenants).read_text())).spec
+    assert spec is not None
+    Up([("local", spec)], redis_url, log_dir=tmp_path / "logs")
+    acme = TenantSettingsStore(connect(redis_url)).show("tenant-", "acme")
+    assert (acme.max_in_flight, acme.rate, acme.sources["max_in_flight"]) == (2, 5.0, "override")

@@ -29,7 +29,11 @@ def observations(ready: int = 2, redis_error: str | None = None, spec: dict[str,
     report = validate_spec(spec, "shop")
     pool = Pool(SpecialPool.SHARED, ("high", "low"), "@tenant-")
     stats = [QueueStats("high", 5, 1, 0, 2, False, 3.4), QueueStats("low", 0, 0, 0, 0, True, None)]
-    tenants = [TenantFigures("a", waiting=3, histogram={40: 1}), TenantFigures("b", quarantined=True)]
+    tenants = [
+        TenantFigures("a", waiting=3, histogram={40: 1}),
+        TenantFigures("b", quarantined=True),
+        TenantFigures("c", quarantined=True, quarantine_reason="slow", in_flight=2, max_in_flight=2),
+    ]
     return Observations(
         4,
         report,
@@ -94,8 +98,10 @@ def test_status_carries_what_users_look_at() -> None:
     )
     assert low["paused"] is True
     assert status["tenants"] == {
-        "active": 1,
-        "quarantined": ["b"],
+        "active": 2,
+        "quarantined": ["b", "c"],
+        "quarantinedSlow": ["c"],
+        "atCap": ["c"],
         "worstP99WaitMs": round(quantile_ms({40: 1}, 0.99) or 0),
     }
 

@@ -25,6 +25,7 @@ from fairway.cli import (
     queue_verbs,
     resource_verbs,
     simulate_verb,
+    tenant_verb,
     worker_verb,
 )
 from fairway.cli.common import UNUSABLE, Verb, VerbFailed
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         resource_verbs,
         worker_verb,
         queue_verbs,
+        tenant_verb,
         protocol_verbs,
         local_verbs,
         dashboard_verb,

@@ -273,16 +273,32 @@ def cmd_tenants(args: argparse.Namespace) -> int:
         return duration(None if value is None else value / 1000)
 
     print(
-        f"{'TENANT':<24} {'WAITING':>8} {'IN FLIGHT':>9} {'DONE':>7} {'FAILED':>7} {'FAIL%':>6} "
+        f"{'TENANT':<24} {'WEIGHT':>6} {'WAITING':>8} {'IN FLIGHT':>9} {'DONE':>7} {'FAILED':>7} {'FAIL%':>6} "
         f"{'P50 WAIT':>9} {'P99 WAIT':>9}  STATE"
     )
     for r in rows:
-        state = ", ".join(s for s, on in (("quarantined", r.quarantined), ("paused", r.paused)) if on)
+        flight = f"{r.in_flight}/{r.max_in_flight}" if r.max_in_flight else str(r.in_flight)
         print(
-            f"{r.tenant:<24} {r.waiting:>8} {r.in_flight:>9} {r.completed:>7} {r.failed:>7} "
-            f"{r.failure_rate:>6.1%} {ms(r.p50_wait_ms):>9} {ms(r.p99_wait_ms):>9}  {state}"
+            f"{r.tenant:<24} {r.weight:>6} {r.waiting:>8} {flight:>9} {r.completed:>7} {r.failed:>7} "
+            f"{r.failure_rate:>6.1%} {ms(r.p50_wait_ms):>9} {ms(r.p99_wait_ms):>9}  {tenant_state(r)}"
         )
     return OK
+
+
+def tenant_state(r: Any) -> str:
+    """What limits a tenant now, in words: quarantined (and why), paused, its rate, how often it was skipped."""
+    parts = []
+    if r.quarantined:
+        parts.append(
+            {"slow": "quarantined (slow)", "failures": "quarantined (failures)"}.get(r.quarantine_reason, "quarantined")
+        )
+    if r.paused:
+        parts.append("paused")
+    if r.rate is not None:
+        parts.append(f"rate {r.rate:g}/s")
+    if r.capped or r.throttled:
+        parts.append(f"skipped {r.capped} capped, {r.throttled} throttled")
+    return ", ".join(parts)
 
 
 def register(verbs: Verbs) -> None:

@@ -22,6 +22,7 @@ from aiohttp import web
 from fairway.dashboard import views
 from fairway.dashboard.data import Board
 from fairway.queue.access.figures import SORTS
+from fairway.queue.access.tenant_settings import checked_settings
 from fairway.queue.connection import CONNECTION_ERRORS, RedisClient, redacted
 from fairway.queue.protocol.job import JobError
 from fairway.queue.protocol.keys import is_group_name
@@ -137,6 +138,8 @@ def make_app(client: RedisClient, settings: Settings) -> web.Application:
                 return f"tenant {tenant} of {queue}: {'paused' if verb == 'pause' else 'serving again'}"
             (board.admin.pause if verb == "pause" else board.admin.resume)(queue)
             return f"{queue}: {'paused' if verb == 'pause' else 'serving again'}"
+        if verb in ("tenant-set", "tenant-reset"):
+            return set_tenant(verb, form)
         served = [queue] if queue in names else names
         if form.get("all") == "1":
             chosen = board.failures(served, form.get("handler") or None, form.get("tenant") or None, None)
@@ -151,6 +154,28 @@ def make_app(client: RedisClient, settings: Settings) -> web.Application:
             failure, reason = settled.refused[0]
             message += f"; {len(settled.refused)} kept, they cannot be enqueued as they are ({failure.id}: {reason})"
         return message
+
+    def set_tenant(verb: str, form: dict[str, str]) -> str:
+        """The tenants page's form: one tenant's run-time settings, as `fairway tenant set|reset` does."""
+        group, tenant = form.get("group", ""), form.get("tenant", "").strip()
+        if f"@{group}" not in board.names():
+            raise ValueError(f"no tenant group @{group!r} is known")
+        if verb == "tenant-reset":
+            board.tenant_settings.reset(group, tenant)
+            return f"tenant {tenant} of @{group}: run-time settings dropped"
+        fields = {"weight": "weight", "max_in_flight": "max in flight", "rate": "rate", "burst": "burst"}
+        given: dict[str, float] = {}
+        for name, label in fields.items():
+            text = form.get(name, "").strip().removesuffix("/s")
+            if text:
+                try:
+                    given[name] = float(text) if name == "rate" else int(text)
+                except ValueError:
+                    raise ValueError(f"{label}: {text!r} is not a number") from None
+        if not given:
+            raise ValueError("nothing to set: fill in weight, max in flight, rate or burst")
+        board.tenant_settings.set(group, tenant, checked_settings(**given))
+        return f"tenant {tenant} of @{group}: set"
 
     def refuse(request: web.Request, reason: str, status: int) -> web.Response:
         response = render(request, "Refused", views.refused(reason))
@@ -193,7 +218,7 @@ def make_app(client: RedisClient, settings: Settings) -> web.Application:
     app.router.add_get("/tenants", tenants)
     app.router.add_get("/failed", failed)
     app.router.add_get("/failed/job", failed_job)
-    app.router.add_post("/actions/{verb:retry|forget|pause|continue}", act)
+    app.router.add_post("/actions/{verb:retry|forget|pause|continue|tenant-set|tenant-reset}", act)
     app.router.add_get("/static/{name}", static)
     app.router.add_get("/healthz", healthz)
     return app

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from fairway.queue.access.admin import Admin
 from fairway.queue.access.figures import FailedJob, QueueStats, TenantFigures, ranked
 from fairway.queue.access.inspector import Inspector, Runs
+from fairway.queue.access.tenant_settings import TenantSettingsStore
 from fairway.queue.connection import RedisClient
 from fairway.queue.protocol.keys import TenantGroupKeys, family_keys, is_group_name
 
@@ -56,6 +57,7 @@ class Board:
         self.client = client
         self.inspector = Inspector(client)
         self.admin = Admin(client)
+        self.tenant_settings = TenantSettingsStore(client)
 
     def names(self) -> list[str]:
         return self.inspector.known_queues()

@@ -160,14 +160,21 @@ def tenants(
     body = []
     for f in rows:
         css = " ".join(c for c, on in (("quarantined", f.quarantined), ("paused", f.paused)) if on)
-        badges = "".join(f'<span class="badge {c}">{c}</span>' for c in css.split())
+        words = {"quarantined": f"quarantined ({f.quarantine_reason})" if f.quarantine_reason else "quarantined"}
+        badges = "".join(f'<span class="badge {c}">{esc(words.get(c, c))}</span>' for c in css.split())
+        if f.rate is not None:
+            badges += f'<span class="badge limit">rate {f.rate:g}/s</span>'
+        if f.capped or f.throttled:
+            skipped = f"skipped {f.capped} capped, {f.throttled} throttled"
+            badges += f'<span class="badge limit" title="turns skipped">{skipped}</span>'
+        flight = f"{f.in_flight}/{f.max_in_flight}" if f.max_in_flight else str(f.in_flight)
         act = ""
         if can_act:
             verb = "continue" if f.paused else "pause"
             act = action(f"/actions/{verb}", verb, {"queue": f"@{group}", "tenant": f.tenant})
         body.append(
-            f'<tr class="{css}" data-tenant="{esc(f.tenant)}"><td>{esc(f.tenant)}</td>'
-            f'<td class="num">{f.waiting}</td><td class="num">{f.in_flight}</td><td class="num">{f.completed}</td>'
+            f'<tr class="{css}" data-tenant="{esc(f.tenant)}"><td>{esc(f.tenant)}</td><td class="num">{f.weight}</td>'
+            f'<td class="num">{f.waiting}</td><td class="num">{flight}</td><td class="num">{f.completed}</td>'
             f'<td class="num">{f.failed}</td><td class="num">{f.failure_rate:.1%}</td>'
             f'<td class="num">{ms(f.p50_wait_ms)}</td><td class="num p99">{ms(f.p99_wait_ms)}</td>'
             f"<td>{sparkline(f.recent_p99_ms)}</td><td>{badges}</td><td>{act}</td></tr>"
@@ -179,11 +186,35 @@ def tenants(
         f'<input type="hidden" name="sort" value="{esc(sort)}">'
         f'<input type="search" name="q" value="{esc(search)}" placeholder="search tenant id">'
         f'<button type="submit">Search</button></form><p class="sub">{esc(shown)}</p>'
-        "<table class=tenants><thead><tr><th>Tenant</th>"
+        f"{settings_form(group) if can_act else ''}"
+        "<table class=tenants><thead><tr><th>Tenant</th><th>Weight</th>"
         f"<th>{sorts['waiting']}</th><th>In flight</th><th>Done</th><th>Failed</th><th>{sorts['failures']}</th>"
         f"<th>p50 wait</th><th>{sorts['p99']}</th><th>Recent p99</th><th>State</th><th></th></tr></thead><tbody>"
-        + ("".join(body) or '<tr><td colspan=11 class="empty">no tenants active in the last 5 minutes</td></tr>')
+        + ("".join(body) or '<tr><td colspan=12 class="empty">no tenants active in the last 5 minutes</td></tr>')
         + "</tbody></table>"
+    )
+
+
+SETTINGS_FIELDS = (("weight", "weight"), ("max_in_flight", "max in flight"), ("rate", "rate /s"), ("burst", "burst"))
+
+
+def settings_form(group: str) -> str:
+    """One tenant's run-time weight, cap and rate (empty fields stay as they are), or a reset."""
+    inputs = "".join(
+        f'<input name="{name}" placeholder="{label}" size="8">'
+        for name, label in (
+            ("weight", "weight"),
+            ("max_in_flight", "max in flight"),
+            ("rate", "rate /s"),
+            ("burst", "burst"),
+        )
+    )
+    return (
+        f'<form class="settings action" method="post" action="/actions/tenant-set">'
+        f'<input type="hidden" name="group" value="{esc(group)}"><span class="sub">one tenant, at run time:</span>'
+        f'<input name="tenant" placeholder="tenant id" required size="14">{inputs}'
+        '<button type="submit">Set</button>'
+        '<button type="submit" formaction="/actions/tenant-reset">Reset</button></form>'
     )
 
 

@@ -140,6 +140,17 @@ RULES: tuple[SpecRule, ...] = (
         holds=lambda s: s.tenants is None or not any(q.startswith(s.tenants.queue_prefix) for q in s.queues),
     ),
     SpecRule(
+        key="tenant-overrides-unique",
+        scope="spec",
+        field="spec.tenants.overrides",
+        cel=(
+            "!has(self.tenants) || !has(self.tenants.overrides) || "
+            "self.tenants.overrides.all(o, self.tenants.overrides.exists_one(p, p.tenant == o.tenant))"
+        ),
+        message="[tenants.overrides] names a tenant more than once; give each tenant one entry.",
+        holds=lambda s: s.tenants is None or len({o.tenant for o in s.tenants.overrides}) == len(s.tenants.overrides),
+    ),
+    SpecRule(
         key="redis-one-source",
         scope="spec.redis",
         field="spec.redis",

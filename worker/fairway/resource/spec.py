@@ -19,6 +19,7 @@ from fairway.resource.names import (
     DEFAULT_WEIGHT,
     MODULE_PATTERN,
     QUEUE_NAME_PATTERN,
+    TENANT_ID_PATTERN,
     TENANT_PREFIX_PATTERN,
     effective_weight,
 )
@@ -95,6 +96,52 @@ class QuarantineSpec(SpecModel):
     sample_rate: float = Field(
         default=0.1, gt=0, le=1, description="Share of turns a quarantined tenant gets (0.1 = one in ten)."
     )
+    run_time_share: float = Field(
+        default=0.5,
+        gt=0,
+        le=1,
+        description="A tenant whose jobs held more than this share of the group's run time over the last minute, "
+        "while other tenants waited, is quarantined too (slow, not failing); 1 turns this off.",
+    )
+
+
+MAX_TENANT_WEIGHT = 1000
+MAX_TENANT_OVERRIDES = 100
+
+
+class TenantSettings(SpecModel):
+    """One tenant's share and limits; every field optional (a field not set falls through: run-time
+    settings, then the tenant's override, then `defaults`, then the built-in default)."""
+
+    weight: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_TENANT_WEIGHT,
+        description="Turns among tenants with ready jobs in proportion to weight (default 1); K still caps "
+        "jobs in a row.",
+    )
+    max_in_flight: int | None = Field(
+        default=None,
+        ge=1,
+        le=1_000_000,
+        description="At most this many of the tenant's jobs reserved at once, across every worker of the group.",
+    )
+    rate: float | None = Field(
+        default=None,
+        ge=0.001,
+        le=1_000_000,
+        description="Jobs per second the tenant may start (a token bucket on the Redis clock).",
+    )
+    burst: int | None = Field(
+        default=None,
+        ge=1,
+        le=1_000_000,
+        description="Jobs the tenant may start at once after a quiet spell (default: one second of rate, at least 1).",
+    )
+
+
+class TenantOverride(TenantSettings):
+    tenant: str = Field(max_length=64, pattern=TENANT_ID_PATTERN, description="The tenant id these settings are for.")
 
 
 class TenantsSpec(SpecModel):
@@ -117,6 +164,14 @@ class TenantsSpec(SpecModel):
         description="K: jobs served from one tenant in a row before the rotation moves on.",
     )
     quarantine: QuarantineSpec = Field(default_factory=QuarantineSpec)
+    defaults: TenantSettings = Field(
+        default_factory=TenantSettings, description="Every tenant's weight and limits unless overridden."
+    )
+    overrides: list[TenantOverride] = Field(
+        default_factory=list,
+        max_length=MAX_TENANT_OVERRIDES,
+        description="Named tenants' own settings (run-time settings from `fairway tenant set` win over these).",
+    )
     metrics_top_n: int = Field(
         default=50,
         ge=0,

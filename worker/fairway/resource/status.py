@@ -67,6 +67,12 @@ class QueueStatus(StatusModel):
 class TenantsStatus(StatusModel):
     active: int = 0
     quarantined: list[str] = Field(default_factory=list, max_length=100)
+    quarantined_slow: list[str] = Field(
+        default_factory=list, max_length=100, description="Of the quarantined: those there for their run time share."
+    )
+    at_cap: list[str] = Field(
+        default_factory=list, max_length=100, description="Tenants with their maxInFlight jobs running now."
+    )
     worst_p99_wait_ms: float | None = None
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from fairway.queue.access.producer import Producer
 from fairway.queue.access.progress import ProgressBoard
+from fairway.queue.access.tenant_settings import TenantSettingsStore, TenantView, checked_settings
 from fairway.queue.connection import RedisClient, connect, redis_url_from_env
 from fairway.queue.protocol.job import MAX_DOCUMENT_BYTES, JobError, check_delay_ms, check_tenant_id, new_job
 from fairway.queue.protocol.keys import DEFAULT_PREFIX, served_name_of_group
@@ -126,6 +127,33 @@ class Client:
         if tenant is not None:
             check_tenant_id(tenant)
         return ProgressBoard(self.redis, self.producer.prefix).read(served, job_id)
+
+    def set_tenant(
+        self,
+        tenant: str,
+        *,
+        weight: int | None = None,
+        max_in_flight: int | None = None,
+        rate: float | None = None,
+        burst: int | None = None,
+    ) -> TenantView:
+        """Change a tenant's run-time settings (the fields given; the others stay), as `fairway tenant
+        set` does: they win over the resource's. JobError for a bad tenant id, ValueError (naming the
+        field) for a bad value; nothing is written then. Returns the settings now in effect."""
+        settings = checked_settings(weight=weight, max_in_flight=max_in_flight, rate=rate, burst=burst)
+        store = TenantSettingsStore(self.redis, self.producer.prefix)
+        store.set(self.tenant_prefix, tenant, settings)
+        return store.show(self.tenant_prefix, tenant)
+
+    def tenant(self, tenant: str) -> TenantView:
+        """A tenant's settings in effect (and where each comes from), in flight, parked, quarantined."""
+        return TenantSettingsStore(self.redis, self.producer.prefix).show(self.tenant_prefix, tenant)
+
+    def reset_tenant(self, tenant: str) -> TenantView:
+        """Drop a tenant's run-time settings: the resource's (or the built-in defaults) apply again."""
+        store = TenantSettingsStore(self.redis, self.producer.prefix)
+        store.reset(self.tenant_prefix, tenant)
+        return store.show(self.tenant_prefix, tenant)
 
     def close(self) -> None:
         self.redis.close()

@@ -114,6 +114,12 @@ class TenantFigures:
     failed: int = 0
     quarantined: bool = False
     paused: bool = False
+    weight: int = 1  # the settings in effect (docs/tenants.md, "Tenant controls")
+    max_in_flight: int | None = None
+    rate: float | None = None
+    capped: int = 0  # times skipped at its in-flight cap
+    throttled: int = 0  # times skipped for want of a rate token
+    quarantine_reason: str | None = None  # "failures" or "slow" while quarantined
     histogram: dict[int, int] = field(default_factory=dict)
     recent_p99_ms: list[float | None] = field(default_factory=list)  # per minute of the window, oldest first
 
@@ -141,7 +147,13 @@ class TenantFigures:
             "p50_wait_ms": self.p50_wait_ms,
             "p99_wait_ms": self.p99_wait_ms,
             "quarantined": self.quarantined,
+            "quarantine_reason": self.quarantine_reason,
             "paused": self.paused,
+            "weight": self.weight,
+            "max_in_flight": self.max_in_flight,
+            "rate": self.rate,
+            "capped": self.capped,
+            "throttled": self.throttled,
         }
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from fairway.queue.access.figures import FailedJob, QueueStats, TenantFigures, add_minute, quantile_ms
+from fairway.queue.access.tenant_settings import decode as decode_settings
+from fairway.queue.access.tenant_settings import effective
 from fairway.queue.connection import RedisClient
 from fairway.queue.protocol import calls
 from fairway.queue.protocol.job import JobError, decode
@@ -22,6 +24,7 @@ from fairway.queue.protocol.keys import (
     is_group_name,
 )
 from fairway.queue.protocol.scripts import Scripts
+from fairway.resource.spec import TenantSettings
 
 TENANTS_FORGOTTEN_AFTER_MS = 3_600_000  # a tenant quiet for an hour leaves the tenant list
 _PAGE = 500  # failure records read per round trip
@@ -30,6 +33,34 @@ WORKER_STALE_MS = 15_000  # a worker beats every second; one silent this long is
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def tenant_controls(
+    run_time: Mapping[bytes, bytes],
+    configured: Mapping[bytes, bytes],
+    limited: Mapping[bytes, bytes],
+    why: Mapping[bytes, bytes],
+) -> Callable[[str], dict[str, Any]]:
+    """From a group's settings and skip counters (read whole, once): each tenant's TenantFigures
+    fields for its weight, cap, rate, skips and quarantine reason."""
+    run = {k.decode(): decode_settings(v) for k, v in run_time.items()}
+    conf = {k.decode(): decode_settings(v) for k, v in configured.items()}
+    defaults = conf.pop("*", TenantSettings())
+    skips = {k.decode(): int(v) for k, v in limited.items()}
+    reasons = {k.decode(): v.decode() for k, v in why.items()}
+
+    def of(tenant: str) -> dict[str, Any]:
+        values, _ = effective(run.get(tenant, TenantSettings()), conf.get(tenant, TenantSettings()), defaults)
+        return {
+            "weight": values["weight"],
+            "max_in_flight": values["max_in_flight"],
+            "rate": values["rate"],
+            "capped": skips.get(f"{tenant}\tcapped", 0),
+            "throttled": skips.get(f"{tenant}\tthrottled", 0),
+            "quarantine_reason": reasons.get(tenant),
+        }
+
+    return of
 
 
 class Inspector:
@@ -109,8 +140,13 @@ class Inspector:
             pipe.hgetall(g.inflight)
             pipe.smembers(g.quarantined)
             pipe.smembers(g.paused_tenants)
-            _, seen, inflight_raw, quarantined_raw, paused_raw = pipe.execute()
+            pipe.hgetall(g.tset)
+            pipe.hgetall(g.tconf)
+            pipe.hgetall(g.limited)
+            pipe.hgetall(g.qreason)
+            _, seen, inflight_raw, quarantined_raw, paused_raw, *controls = pipe.execute()
         tenants = [t.decode() for t in seen]
+        controls_of = tenant_controls(*controls)
         last = now // 60_000
         first = last - (window_s + 59) // 60 + 1
         inflight = {k.decode(): int(v) for k, v in inflight_raw.items()}
@@ -127,6 +163,7 @@ class Inspector:
                     in_flight=inflight.get(tenant, 0),
                     quarantined=tenant in quarantined,
                     paused=tenant in paused,
+                    **controls_of(tenant),
                 )
                 for flat in minutes:
                     add_minute(figures, dict(zip(flat[::2], flat[1::2], strict=True)))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fairway.queue.protocol.keys import DEFAULT_PREFIX, GlobalKeys, QueueKeys, TenantGroupKeys
-from fairway.resource.spec import TenantsSpec
+from fairway.resource.spec import TenantSettings, TenantsSpec
 
 FAILED_KEPT = 100_000  # failure records kept per queue or tenant group; the oldest are trimmed
 MAINTAIN_BATCH = 200  # due or expired jobs moved back per queue and kind in one housekeeping call
@@ -44,7 +44,7 @@ class TenantGroup:
         return self.keys.name
 
     def argv(self) -> list[Any]:
-        """The five ARGV entries tenant_lib.lua's `read_group` reads, in its order."""
+        """The six ARGV entries tenant_lib.lua's `read_group` reads, in its order."""
         quarantine = self.settings.quarantine
         return [
             self.keys.base,
@@ -52,10 +52,11 @@ class TenantGroup:
             quarantine.failures,
             quarantine.window_seconds * 1000,
             repr(quarantine.sample_rate),
+            repr(quarantine.run_time_share),
         ]
 
 
-_NO_GROUP_ARGV: list[Any] = ["", 0, 0, 0, "0"]
+_NO_GROUP_ARGV: list[Any] = ["", 0, 0, 0, "0", "1"]
 
 
 @dataclass(frozen=True)
@@ -228,5 +229,31 @@ def maintain(k: QueueKeys, active: str | None) -> ScriptCall:
     )
 
 
-def maintain_tenant(g: TenantGroupKeys, active: str | None) -> ScriptCall:
-    return ScriptCall("maintain_tenant", [g.ring, *_active(active)], [g.base, MAINTAIN_BATCH, g.name])
+def maintain_tenant(group: TenantGroup, active: str | None) -> ScriptCall:
+    g = group.keys
+    return ScriptCall("maintain_tenant", [g.ring, *_active(active)], [*group.argv(), MAINTAIN_BATCH, g.name])
+
+
+# -- tenant settings ---------------------------------------------------------------------------------
+
+SETTING_FIELDS = ("weight", "max_in_flight", "rate", "burst")  # tenant_lib.lua's SETTING_FIELDS, in its order
+
+
+def settings_fields(settings: TenantSettings) -> str:
+    """`<weight>,<maxInFlight>,<rate>,<burst>` as tenant_lib.lua reads them; a field not set is empty."""
+    return ",".join("" if (v := getattr(settings, f)) is None else repr(v) for f in SETTING_FIELDS)
+
+
+def set_tenant_settings(g: TenantGroupKeys, tenant: str, settings: TenantSettings) -> ScriptCall:
+    return ScriptCall("tenant_settings", [g.tset], [g.base, "set", tenant, settings_fields(settings)])
+
+
+def reset_tenant_settings(g: TenantGroupKeys, tenant: str) -> ScriptCall:
+    return ScriptCall("tenant_settings", [g.tset], [g.base, "reset", tenant])
+
+
+def configure_tenants(
+    g: TenantGroupKeys, defaults: TenantSettings, overrides: Sequence[tuple[str, TenantSettings]]
+) -> ScriptCall:
+    pairs = [part for tenant, settings in overrides for part in (tenant, settings_fields(settings))]
+    return ScriptCall("tenant_settings", [g.tset], [g.base, "configure", settings_fields(defaults), *pairs])

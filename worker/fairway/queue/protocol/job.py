@@ -20,10 +20,11 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from fairway.resource.names import TENANT_ID
+
 # The protocol's limits (docs/protocol.md): producers, the producer scripts and workers apply the same.
 MAX_DOCUMENT_BYTES = 512 * 1024  # one job document; bigger work is chunked at dispatch
 MAX_DOCUMENTS_PER_CALL = 1000  # per script call or transaction: short script runs, bounded requests
-MAX_TENANT_ID_LENGTH = 64
 MAX_DEPTH = 64  # nesting of arrays and objects in a document, args and kwargs included
 MAX_TIMEOUT_S = 7 * 86_400  # a job's own timeout: positive, finite, at most a week
 MAX_DELAY_S = 366 * 86_400  # how far ahead a job may be scheduled
@@ -31,7 +32,7 @@ MAX_TRIES = 1000
 MAX_ID_LENGTH = 256
 ID_PATTERN = re.compile(rf"[A-Za-z0-9_.:-]{{1,{MAX_ID_LENGTH}}}")  # what a producer may choose as a job id
 PROTOCOL_VERSION = 1  # the document's `v`; absent means 1. Additive changes keep it (docs/protocol.md)
-TENANT_ID_PATTERN = re.compile(rf"[A-Za-z0-9][A-Za-z0-9_.-]{{0,{MAX_TENANT_ID_LENGTH - 1}}}")
+TENANT_ID_PATTERN = TENANT_ID  # resource/names.py: the spec's overrides name tenants with it too
 MAX_HANDLER_LENGTH = 200
 HANDLER_PATTERN = re.compile(rf"[A-Za-z_][A-Za-z0-9_.:]{{0,{MAX_HANDLER_LENGTH - 1}}}")
 MS_RANGE = (0, 2**53)  # timestamps in ms: non-negative and exact in any language's double

@@ -47,6 +47,7 @@ TENANT_GROUP_KEYS: tuple[KeyPart, ...] = (
     KeyPart("ring", "list", "active healthy tenant ids, in turn order"),
     KeyPart("qring", "list", "active quarantined tenant ids (the slow lane)"),
     KeyPart("quarantined", "set", "quarantined tenant ids"),
+    KeyPart("qreason", "hash", "quarantined tenant id -> why: `failures` or `slow` (its share of the run time)"),
     KeyPart("state", "hash", "cur/n: the ring's head and jobs it has had in a row; qcur/qn: the same for qring"),
     KeyPart("t:", "list", "`t:<id>`: the tenant's ready job documents"),
     KeyPart("reserved", "sorted set", "`<tenant id>\\t<job id>\\t<tag>` -> lease deadline (ms)"),
@@ -54,8 +55,36 @@ TENANT_GROUP_KEYS: tuple[KeyPart, ...] = (
     KeyPart("notify", "list", "one token per ready job"),
     KeyPart("attempts", "hash", "`<tenant id>\\t<job id>` -> attempts started (+ 2^20 x times lost)"),
     KeyPart("leased", "hash", "`<tenant id>\\t<job id>` -> `<tag>\\t<document>`, for each reservation"),
-    KeyPart("inflight", "hash", "tenant id -> jobs reserved now"),
+    KeyPart("inflight", "hash", "tenant id -> jobs reserved now (what `maxInFlight` caps)"),
+    KeyPart(
+        "tset",
+        "hash",
+        "tenant id -> its run-time settings `<weight>,<maxInFlight>,<rate>,<burst>` (empty = not set), "
+        "written by `fairway tenant set`; they win over `tconf`",
+    ),
+    KeyPart(
+        "tconf",
+        "hash",
+        "tenant id -> the resource's override (`spec.tenants.overrides`), `*` -> `spec.tenants.defaults`, "
+        "same form; written by the operator",
+    ),
+    KeyPart("tmeta", "hash", "`any`: 1 while any setting exists; `wmax`: the highest weight in effect"),
+    KeyPart("deficit", "hash", "tenant id -> jobs its weight has earned and not yet taken (deficit round-robin)"),
+    KeyPart("bucket", "hash", "tenant id -> `<tokens> <ms>`: its rate's token bucket as of that time (Redis clock)"),
+    KeyPart(
+        "parked",
+        "sorted set",
+        "tenant id -> when it may be served again (ms; `inf` = when one of its jobs settles): tenants at "
+        "their cap or out of tokens, out of the ring with their jobs kept",
+    ),
+    KeyPart("limited", "hash", "`<tenant id>\\tcapped` / `\\tthrottled` -> times it was skipped at its cap or rate"),
     KeyPart("fails:", "hash", "`fails:<id>`: failure bucket (window / 10) -> failed attempts"),
+    KeyPart(
+        "busy:",
+        "hash",
+        "`busy:<10 s bucket>`: tenant id -> ms its jobs were in flight (slot-ms), `*` -> the group's, "
+        "`@` -> ms counted; 70 s",
+    ),
     KeyPart("stats:", "hash", "`stats:<id>:<minute>`: c (completed), f (failed), w<k> (wait histogram)"),
     KeyPart("seen", "sorted set", "tenant id -> last activity (ms), for listing tenants"),
     KeyPart("failed", "hash", "job id -> failure record (JSON)"),
@@ -143,6 +172,7 @@ class TenantGroupKeys:
     ring = _Part(TENANT_GROUP_KEYS, "ring")
     qring = _Part(TENANT_GROUP_KEYS, "qring")
     quarantined = _Part(TENANT_GROUP_KEYS, "quarantined")
+    qreason = _Part(TENANT_GROUP_KEYS, "qreason")
     state = _Part(TENANT_GROUP_KEYS, "state")
     reserved = _Part(TENANT_GROUP_KEYS, "reserved")
     delayed = _Part(TENANT_GROUP_KEYS, "delayed")
@@ -150,6 +180,13 @@ class TenantGroupKeys:
     attempts = _Part(TENANT_GROUP_KEYS, "attempts")
     leased = _Part(TENANT_GROUP_KEYS, "leased")
     inflight = _Part(TENANT_GROUP_KEYS, "inflight")
+    tset = _Part(TENANT_GROUP_KEYS, "tset")
+    tconf = _Part(TENANT_GROUP_KEYS, "tconf")
+    tmeta = _Part(TENANT_GROUP_KEYS, "tmeta")
+    deficit = _Part(TENANT_GROUP_KEYS, "deficit")
+    bucket = _Part(TENANT_GROUP_KEYS, "bucket")
+    parked = _Part(TENANT_GROUP_KEYS, "parked")
+    limited = _Part(TENANT_GROUP_KEYS, "limited")
     failed = _Part(TENANT_GROUP_KEYS, "failed")
     failed_index = _Part(TENANT_GROUP_KEYS, "failed_index")
     paused = _Part(TENANT_GROUP_KEYS, "paused")

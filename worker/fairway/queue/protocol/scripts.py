@@ -24,9 +24,9 @@ from fairway.queue.protocol.job import (
     MAX_DOCUMENTS_PER_CALL,
     MAX_HANDLER_LENGTH,
     MAX_ID_LENGTH,
-    MAX_TENANT_ID_LENGTH,
 )
 from fairway.queue.protocol.keys import QUEUE_KEYS, TENANT_GROUP_KEYS, lua_prelude
+from fairway.resource.names import MAX_TENANT_ID_LENGTH
 
 PRODUCER_SCRIPTS = ("enqueue", "enqueue_tenant")  # what other languages call: committed complete, in complete/
 NAMES = (
@@ -47,6 +47,7 @@ NAMES = (
     "maintain_tenant",
     "continue_tenant",
     "tenant_figures",
+    "tenant_settings",
     "demand",
 )
 _INCLUDE = "-- #include "

@@ -32,6 +32,9 @@ from fairway.queue.runtime.settings import WorkerSettings
 POLL_S = 0.1  # idle polling interval where one blocking read is impossible (cluster) or not wanted
 SERVED_SET_TTL_S = 86_400  # a served set outlives its workers by a day; every refresh renews it
 RUNTIMES_KEPT_S = 900  # per-minute runtime counters, for the auto-balancer's 5-minute averages
+SHORT_WAIT_S = (
+    0.2  # a rate token due sooner than this is slept for, not blocked for (Redis times blocks out in 100 ms ticks)
+)
 
 
 class Fetcher(ABC):
@@ -145,7 +148,7 @@ class Fetcher(ABC):
         """
         batch: list[ScriptCall] = [calls.maintain(QueueKeys(self.prefix, q), self.active) for q in self.queues]
         if self.group is not None:
-            batch.append(calls.maintain_tenant(self.group.keys, self.active))
+            batch.append(calls.maintain_tenant(self.group, self.active))
         results = self._run_all(batch)
         return (
             sum(int(r[0]) for r in results),
@@ -162,12 +165,14 @@ class Fetcher(ABC):
             return list(pipe.execute())
 
     def pending_delayed(self) -> int:
-        """Jobs waiting out a delay or backoff: a burst worker is not done while any remain."""
+        """Jobs waiting out a delay or backoff, and tenants waiting out their cap or rate: a burst
+        worker is not done while any remain."""
         with self.client.pipeline(transaction=False) as pipe:
             for queue in self.queues:
                 pipe.zcard(QueueKeys(self.prefix, queue).delayed)
             if self.group is not None:
                 pipe.zcard(self.group.keys.delayed)
+                pipe.zcard(self.group.keys.parked)  # tenants waiting out their cap or rate, jobs kept
             return sum(int(n) for n in pipe.execute())
 
     def record_runtimes(self, runtimes: dict[str, RunTally], now_ms: int) -> None:
@@ -241,12 +246,33 @@ class StandaloneFetcher(Fetcher):
         if block_for_s == 0:
             super().wait_for_work(block_for_s, until_maintenance_s)
             return
-        timeout = min(block_for_s, max(0.01, until_maintenance_s))
+        token_due_s = self._until_token_due_s()
+        if token_due_s < SHORT_WAIT_S:
+            # Redis times blocked clients out on its own clock tick (100 ms at the default hz), too
+            # coarse for a rate's next token: sleep here instead, at most SHORT_WAIT_S.
+            time.sleep(token_due_s)
+            return
+        timeout = min(block_for_s, max(0.01, until_maintenance_s), token_due_s)
         notify = [QueueKeys(self.prefix, q).notify for q in self.queues]
         if self.group is not None:
             notify.append(self.group.keys.notify)
         # BLMPOP takes a float timeout in seconds; the socket timeout was set above it at connect time.
         self.client.blmpop(timeout, len(notify), *notify, direction="LEFT", count=1)
+
+    def _until_token_due_s(self) -> float:
+        """Seconds until the first tenant parked for its rate has its next token (the reserve that
+        follows puts it back in the ring): an idle worker wakes for it, not a poll later. One round trip,
+        only when going idle with a tenant group."""
+        if self.group is None:
+            return float("inf")
+        with self.client.pipeline(transaction=False) as pipe:
+            pipe.time()
+            pipe.zrangebyscore(self.group.keys.parked, "-inf", "+inf", start=0, num=1, withscores=True)
+            (seconds, micros), first = pipe.execute()
+        if not first or first[0][1] == float("inf"):
+            return float("inf")
+        due_ms, now_ms = float(first[0][1]), int(seconds) * 1000 + int(micros) / 1000
+        return max(0.005, (due_ms - now_ms) / 1000)
 
 
 class ClusterFetcher(Fetcher):

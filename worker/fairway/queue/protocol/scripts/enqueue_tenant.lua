@@ -8,7 +8,7 @@
 -- Returns how many documents were enqueued; refuses (writing nothing) with BAD_KEYS, BAD_DELAY,
 -- BAD_TENANT, NO_DOCUMENTS, TOO_MANY, or for a document (naming its position) TOO_LARGE,
 -- BAD_DOCUMENT, BAD_ID, BAD_HANDLER or MISMATCH.
--- #include tenant_lib.lua
+-- #include tenant_ring.lua
 -- #include producer_lib.lua
 local G, id = ARGV[1] or '', ARGV[2] or ''
 local queue_prefix = string.match(G, '{tenants:([^{}]*)}:$')

@@ -1,12 +1,13 @@
 #!lua flags=allow-oom
 -- Store a tenant job as failed for good, counting the failure for quarantine and the figures.
 -- KEYS[1] G .. 'reserved'
--- ARGV[1..5] the tenant group (see read_group)   ARGV[6] reservation member   ARGV[7] job id
--- ARGV[8] failure record (JSON)   ARGV[9] most records kept   ARGV[10] wait bucket (-1 = unknown)
+-- ARGV[1..6] the tenant group (see read_group)   ARGV[7] reservation member   ARGV[8] job id
+-- ARGV[9] failure record (JSON)   ARGV[10] most records kept   ARGV[11] wait bucket (-1 = unknown)
 -- Returns 1.
+-- #include tenant_ring.lua
 -- #include tenant_lib.lua
 local group = read_group(ARGV, 1)
-local G, member = group.G, ARGV[6]
+local G, member = group.G, ARGV[7]
 local id = split_member(member)
 local now = now_ms()
 local jk = unlease(G .. GK.reserved, G .. GK.leased, member)
@@ -15,6 +16,6 @@ if jk then
   forget_counts(G .. GK.attempts, jk)
 end
 record_failure(group, id, now)
-record_figures(G, id, now, 'f', tonumber(ARGV[10]))
-store_failure(G .. GK.failed, G .. GK.failed_index, ARGV[7], ARGV[8], now, tonumber(ARGV[9]))
+record_figures(G, id, now, 'f', tonumber(ARGV[11]))
+store_failure(G .. GK.failed, G .. GK.failed_index, ARGV[8], ARGV[9], now, tonumber(ARGV[10]))
 return 1

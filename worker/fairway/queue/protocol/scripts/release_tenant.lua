@@ -2,24 +2,25 @@
 -- A tenant job's attempt failed and it has tries left: count the failure (which may quarantine the
 -- tenant), then put it back after its backoff or at once. Attempts are kept.
 -- KEYS[1] G .. 'reserved'   KEYS[2] the active set (optional: standalone only)
--- ARGV[1..5] the tenant group (see read_group)   ARGV[6] reservation member   ARGV[7] delay ms
--- ARGV[8] wait bucket (-1 = unknown)   ARGV[9] the group's served name
+-- ARGV[1..6] the tenant group (see read_group)   ARGV[7] reservation member   ARGV[8] delay ms
+-- ARGV[9] wait bucket (-1 = unknown)   ARGV[10] the group's served name
 -- Returns 1, or 0 when the reservation had expired and the job was already handed out again.
+-- #include tenant_ring.lua
 -- #include tenant_lib.lua
 local group = read_group(ARGV, 1)
-local G, member = group.G, ARGV[6]
+local G, member = group.G, ARGV[7]
 local jk, doc = unlease(G .. GK.reserved, G .. GK.leased, member)
 if not jk then return 0 end
 local id = split_member(member)
 local now = now_ms()
 leave_flight(G, id)
 record_failure(group, id, now)
-record_figures(G, id, now, 'f', tonumber(ARGV[8]))
-local delay = tonumber(ARGV[7])
+record_figures(G, id, now, 'f', tonumber(ARGV[9]))
+local delay = tonumber(ARGV[8])
 if delay > 0 then
   redis.call('ZADD', G .. GK.delayed, now + delay, id .. '\t' .. doc)
 else
   push_tenant(G, id, doc, now)
-  if KEYS[2] then redis.call('SADD', KEYS[2], ARGV[9]) end
+  if KEYS[2] then redis.call('SADD', KEYS[2], ARGV[10]) end
 end
 return 1

@@ -4,9 +4,9 @@
 -- process never hoards jobs an idle one could run).
 -- KEYS[1] active set   KEYS[2] served-names set   KEYS[3] served weights hash (name -> weight or rank)
 -- ARGV[1] key prefix   ARGV[2] the lease in ms   ARGV[3] '1' = strict
--- ARGV[4] the tenant group's served name ('' = none)   ARGV[5..9] the tenant group (see read_group)
--- ARGV[10] this call's holder tag, `<worker>:<call>` (the n-th job reserved gets `<holder>.<n>`)
--- ARGV[11] A, the number of acknowledgements, then A triples: served name ('@<queuePrefix>' = the
+-- ARGV[4] the tenant group's served name ('' = none)   ARGV[5..10] the tenant group (see read_group)
+-- ARGV[11] this call's holder tag, `<worker>:<call>` (the n-th job reserved gets `<holder>.<n>`)
+-- ARGV[12] A, the number of acknowledgements, then A triples: served name ('@<queuePrefix>' = the
 --   tenant group), reservation member (`<job key>\t<tag>`, see lib.lua's lease), wait bucket
 --   (-1 = unknown)
 -- then C, the most jobs to reserve, then C numbers u, uniform in [0, 1), one per job drawn
@@ -20,6 +20,7 @@
 -- Returns a flat array, six entries per job reserved: served name, document, attempts, tenant (or
 -- false), lost, reservation member. It runs when Redis is out of memory (allow-oom): taking and acknowledging jobs is
 -- what frees memory.
+-- #include tenant_ring.lua
 -- #include tenant_lib.lua
 local prefix = ARGV[1]
 local group_name = ARGV[4]
@@ -29,17 +30,17 @@ if group_name ~= '' then
   G = group.G
 end
 
-local holder = ARGV[10]
-local acks = tonumber(ARGV[11])
-for i = 12, 11 + 3 * acks, 3 do
+local holder = ARGV[11]
+local acks = tonumber(ARGV[12])
+for i = 13, 12 + 3 * acks, 3 do
   if group and ARGV[i] == group_name then
-    ack_tenant(G, ARGV[i + 1], tonumber(ARGV[i + 2]))
+    ack_tenant(G, ARGV[i + 1], tonumber(ARGV[i + 2]), group_meta(group).any)
   else
     ack_job(queue_key(prefix, ARGV[i], QK.reserved), queue_key(prefix, ARGV[i], QK.leased),
       queue_key(prefix, ARGV[i], QK.attempts), ARGV[i + 1])
   end
 end
-local wanted_at = 12 + 3 * acks
+local wanted_at = 13 + 3 * acks
 local wanted = tonumber(ARGV[wanted_at])
 
 local out = {}
@@ -58,13 +59,12 @@ local function take(pick, u, tag)
   if group and q == group_name then
     if redis.call('EXISTS', G .. GK.paused) == 0 then
       local got = pop_tenant(group, u, deadline, tag)
-      if got then
-        if redis.call('LLEN', G .. GK.ring) + redis.call('LLEN', G .. GK.qring) == 0 then
-          redis.call('SREM', KEYS[1], q)
-        end
-        return {q, got[2], got[3], got[1], got[4], got[5]}
+      -- A group with parked tenants stays active: their jobs come back without an enqueue.
+      if redis.call('LLEN', G .. GK.ring) + redis.call('LLEN', G .. GK.qring) == 0
+          and redis.call('ZCARD', G .. GK.parked) == 0 then
+        redis.call('SREM', KEYS[1], q)
       end
-      redis.call('SREM', KEYS[1], q)
+      if got then return {q, got[2], got[3], got[1], got[4], got[5]} end
     end
   elseif redis.call('EXISTS', queue_key(prefix, q, QK.paused)) == 0 then
     local doc = redis.call('LPOP', queue_key(prefix, q, QK.ready))
