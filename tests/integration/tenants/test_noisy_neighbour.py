@@ -67,3 +67,25 @@ def test_a_noisy_tenant_only_slows_itself(redis_url: str) -> None:
         f"A finished {noisy_before} jobs before the last small one"
     )
     assert fifo_p99 >= 20 * fair_p99
+
+
+def test_capping_or_throttling_the_noisy_tenant_never_makes_the_quiet_ones_wait_longer(redis_url: str) -> None:
+    """The same scenario with the noisy tenant uncapped, capped at 2 and throttled to 200 jobs/s
+    (docs/tenants.md): a limit on one tenant only ever leaves the others more room."""
+    from fairway.queue.access.tenant_settings import TenantSettingsStore
+    from fairway.resource.spec import TenantSettings
+
+    p99 = {}
+    for case, settings in (
+        ("uncapped", None),
+        ("capped", TenantSettings(max_in_flight=2)),
+        ("throttled", TenantSettings(rate=200)),
+    ):
+        connect(redis_url).flushdb()
+        if settings is not None:
+            TenantSettingsStore(connect(redis_url)).set("tenant-", "A", settings)
+        lines, small = run(redis_url, fair=True)
+        p99[case] = percentile([line["wait_ms"] for line in lines if line["id"] in small], 0.99)
+    print(f"small tenants' p99 wait: {p99}")
+    for case in ("capped", "throttled"):
+        assert p99[case] <= max(1.5 * p99["uncapped"], p99["uncapped"] + 100), p99
