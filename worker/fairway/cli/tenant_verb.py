@@ -43,10 +43,7 @@ def _rate(text: str) -> float:
 
 def settings_from(args: argparse.Namespace) -> Any:
     """The flags given, as TenantSettings (the spec's model: the same limits as the resource's fields)."""
-    from pydantic import ValidationError
-
-    from fairway.resource.spec import TenantSettings
-    from fairway.resource.wording import plain_message
+    from fairway.queue.access.tenant_settings import checked_settings
 
     given: dict[str, Any] = {}
     for field, flag in FLAGS.items():
@@ -56,10 +53,9 @@ def settings_from(args: argparse.Namespace) -> Any:
     if not given:
         raise Refused("nothing to set: give --weight, --max-in-flight, --rate or --burst")
     try:
-        return TenantSettings(**given)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        raise Refused(f"{FLAGS[str(error['loc'][0])]}: {plain_message(error)}") from None
+        return checked_settings(FLAGS, **given)
+    except ValueError as exc:
+        raise Refused(str(exc)) from None
 
 
 def _check_names(args: argparse.Namespace) -> None:

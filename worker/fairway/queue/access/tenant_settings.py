@@ -9,7 +9,7 @@ pausedQueues); tenant_settings.lua keeps what every pop reads of them (`tmeta`) 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,9 +40,10 @@ def decode(raw: bytes | str | None) -> TenantSettings:
     return TenantSettings.model_construct(**values)
 
 
-def checked_settings(**given: Any) -> TenantSettings:
+def checked_settings(labels: Mapping[str, str] | None = None, /, **given: Any) -> TenantSettings:
     """TenantSettings from keyword values (None = not given), checked by the spec's own limits; a
-    refusal is one ValueError naming the field ("weight: must be at least 1, not 0")."""
+    refusal is one ValueError naming the field ("weight: must be at least 1, not 0"), or its label
+    in `labels` (the CLI passes its flags: "--weight: ...")."""
     from pydantic import ValidationError
 
     from fairway.resource.wording import plain_message
@@ -51,7 +52,8 @@ def checked_settings(**given: Any) -> TenantSettings:
         return TenantSettings(**{k: v for k, v in given.items() if v is not None})
     except ValidationError as exc:
         error = exc.errors()[0]
-        raise ValueError(f"{error['loc'][0]}: {plain_message(error)}") from None
+        field = str(error["loc"][0])
+        raise ValueError(f"{(labels or {}).get(field, field)}: {plain_message(error)}") from None
 
 
 @dataclass(frozen=True)
