@@ -21,11 +21,29 @@ def test_acks_leave_only_when_their_call_returned() -> None:
     ledger = Ledger(settled.append)
     ledger.ack(job(1), 0)
     ledger.ack(job(2), 0)
-    sent = ledger.acks
+    sent = ledger.take_acks()
     ledger.ack(job(3), 0)  # finished while the call was on the wire: not in it
+    assert len(ledger) == 3 and settled == []
     ledger.acked(sent)
     assert [r.payload for r, _ in ledger.acks] == [job(3).payload]
     assert settled == [job(1), job(2)]
+
+
+def test_two_calls_on_the_wire_settle_in_either_order_and_a_failed_one_gives_its_acks_back_first() -> None:
+    settled: list[Reservation] = []
+    ledger = Ledger(settled.append)
+    ledger.ack(job(1), 0)
+    first = ledger.take_acks()
+    ledger.ack(job(2), 0)
+    second = ledger.take_acks()
+    assert first.acks != second.acks and ledger.acks == ()
+    ledger.ack(job(3), 0)
+    ledger.acked(second)  # the later call answered first
+    assert settled == [job(2)]
+    ledger.returned(first)  # the earlier one failed: its ack goes out next, before job 3's
+    assert [r for r, _ in ledger.acks] == [job(1), job(3)] and len(ledger) == 2
+    ledger.returned(first)  # given back once only
+    assert len(ledger) == 2
 
 
 def test_a_failed_call_keeps_every_ack() -> None:

@@ -232,6 +232,7 @@ def _depth(value: Any) -> int:
 
 
 # A too-large document is not parsed; its id is still read when it is the first field, as producers write it.
+_decode_json = json.JSONDecoder().decode  # (json.loads without its per-call checks and encoding sniffing)
 _LEADING_ID = re.compile(rb'\s*\{\s*"id"\s*:\s*"(%s)"' % ID_PATTERN.pattern.encode())
 
 
@@ -248,7 +249,7 @@ def decode(payload: bytes) -> Job:
     # Python's json reads NaN and Infinity; only a document that spells one is parsed with a collector.
     collect = b"NaN" in payload or b"Infinity" in payload
     try:
-        doc = json.loads(payload, parse_constant=constants.append) if collect else json.loads(payload)
+        doc = json.loads(payload, parse_constant=constants.append) if collect else _decode_json(payload.decode())
     except RecursionError:
         raise JobError(f"payload is nested deeper than {MAX_DEPTH} levels") from None
     except (UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError is a ValueError
@@ -287,9 +288,10 @@ def check_placement(job: Job, served_name: str, tenant: str | None) -> Job:
 
 
 def _job(doc: dict[str, Any], job_id: str | None) -> Job:
-    missing = [name for name in ("id", "handler", "queue") if not isinstance(doc.get(name), str)]
-    if missing:
-        raise JobError(f"payload lacks string field(s): {', '.join(missing)}")
+    if not (type(doc.get("handler")) is str and type(doc.get("queue")) is str and type(doc.get("id")) is str):
+        missing = [name for name in ("id", "handler", "queue") if not isinstance(doc.get(name), str)]
+        if missing:
+            raise JobError(f"payload lacks string field(s): {', '.join(missing)}")
     if job_id is None:
         raise JobError(f"payload id must be a string of 1 to {MAX_ID_LENGTH} characters")
     version = doc.get("v", PROTOCOL_VERSION)

@@ -18,6 +18,7 @@ import redis
 
 from fairway.queue.connection import RedisClient
 from fairway.queue.protocol.calls import ScriptCall
+from fairway.queue.protocol.hotline import HotLine
 from fairway.queue.protocol.job import (
     MAX_DELAY_S,
     MAX_DOCUMENT_BYTES,
@@ -109,29 +110,20 @@ class Scripts:
     def __init__(self, client: RedisClient) -> None:
         self.client = client
         self._registered = {name: client.register_script(source(name)) for name in NAMES}
-        self._hot: Any = None
+        self._hot: HotLine | None = None
 
     def run(self, call: ScriptCall, pipeline: Any = None) -> Any:
         return self._registered[call.script](keys=call.keys, args=call.args, client=pipeline)
 
-    def run_hot(self, call: ScriptCall) -> Any:
-        """EVALSHA on a connection kept for the hot path, skipping the client's per-command layers
-        (pool checkout, retries, instrumentation), which cost ~30 us a job here (bench/throughput.py).
-        Connection errors close it and propagate (the worker's outage handling retries); a Redis that
-        restarted and forgot the script gets it loaded again. Standalone Redis only."""
-        script = self._registered[call.script]
+    @property
+    def hot(self) -> HotLine:
+        """The hot path's own connection (standalone Redis only)."""
         if self._hot is None:
             if not isinstance(self.client, redis.Redis):
                 raise TypeError("the hot path is for a standalone Redis")
-            self._hot = self.client.connection_pool.get_connection()
-        conn = self._hot
-        try:
-            conn.send_command("EVALSHA", script.sha, len(call.keys), *call.keys, *call.args)
-            return conn.read_response()
-        except redis.exceptions.NoScriptError:
-            self.client.script_load(script.script)
-            conn.send_command("EVALSHA", script.sha, len(call.keys), *call.keys, *call.args)
-            return conn.read_response()
-        except BaseException:
-            conn.disconnect()  # a half-read reply must never be read as the next call's
-            raise
+            self._hot = HotLine(self.client, self._registered)
+        return self._hot
+
+    def run_hot(self, call: ScriptCall) -> Any:
+        """One call on the hot line, waited for (see HotLine)."""
+        return self.hot.run(call)

@@ -16,7 +16,7 @@ import json
 import random
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from fairway.queue.access.figures import RunTally
@@ -24,6 +24,7 @@ from fairway.queue.access.producer import Producer
 from fairway.queue.connection import RedisClient, is_cluster
 from fairway.queue.protocol import calls
 from fairway.queue.protocol.calls import NO_WAIT_BUCKET, Ack, Reservation, ScriptCall, TenantGroup, holder_tag
+from fairway.queue.protocol.hotline import HotLine
 from fairway.queue.protocol.keys import GlobalKeys, QueueKeys, family_keys
 from fairway.queue.protocol.scheduling import rank_table, weighted_order
 from fairway.queue.runtime.identity import worker_identity
@@ -77,9 +78,12 @@ class Fetcher(ABC):
         self.producer.remember(self.served)
 
     @abstractmethod
-    def reserve(self, acks: Sequence[Ack] = (), count: int = 1) -> list[Reservation]:
+    def reserve(
+        self, acks: Sequence[Ack] = (), count: int = 1, while_waiting: Callable[[], Any] | None = None
+    ) -> list[Reservation]:
         """Acknowledge `acks` (jobs that succeeded) and reserve up to `count` jobs, each drawn by the
-        weighted rule (and the tenant ring) as if it were the only one."""
+        weighted rule (and the tenant ring) as if it were the only one; `while_waiting` is called
+        once, while the call is on the wire where it can be (work that need not delay the next job)."""
 
     @abstractmethod
     def forget_registration(self) -> None:
@@ -225,11 +229,40 @@ class StandaloneFetcher(Fetcher):
     def forget_registration(self) -> None:
         self._registered = False  # the served set goes first again: reserve.lua draws from it
 
-    def reserve(self, acks: Sequence[Ack] = (), count: int = 1) -> list[Reservation]:
+    def reserve(
+        self, acks: Sequence[Ack] = (), count: int = 1, while_waiting: Callable[[], Any] | None = None
+    ) -> list[Reservation]:
+        hot = self.hot
+        hot.send(self._call(acks, count))
+        if while_waiting is not None:
+            while_waiting()
+        while (reply := hot.receive()) is None:
+            pass  # sent again: Redis had forgotten the script
+        return self._reservations(reply[1])
+
+    @property
+    def hot(self) -> HotLine:
+        return self.scripts.hot
+
+    def send_reserve(self, acks: Sequence[Ack], count: int) -> int:
+        """`reserve`, put on the wire without waiting for its reply (the pooled worker overlaps its
+        round trips): returns the call's number, which `reserve_reply` gives back with its jobs."""
+        return self.hot.send(self._call(acks, count))
+
+    def reserve_reply(self) -> tuple[int, list[Reservation]] | None:
+        """The oldest reserve call's jobs (waiting for its reply), or None when it had to be sent again
+        (a Redis that forgot its script)."""
+        got = self.hot.receive()
+        return None if got is None else (got[0], self._reservations(got[1]))
+
+    def _call(self, acks: Sequence[Ack], count: int) -> ScriptCall:
         if not self._registered:
             self.refresh()
         random = self.rng.random
-        flat = self.scripts.run_hot(self._reserve_call.call(self._holder(), acks, [random() for _ in range(count)]))
+        return self._reserve_call.call(self._holder(), acks, [random() for _ in range(count)])
+
+    @staticmethod
+    def _reservations(flat: list[Any]) -> list[Reservation]:
         return [
             Reservation(
                 flat[i].decode(),
@@ -279,8 +312,12 @@ class ClusterFetcher(Fetcher):
     def forget_registration(self) -> None:
         """Nothing: the cluster path reserves without a served set; the registry is refreshed on the timer."""
 
-    def reserve(self, acks: Sequence[Ack] = (), count: int = 1) -> list[Reservation]:
+    def reserve(
+        self, acks: Sequence[Ack] = (), count: int = 1, while_waiting: Callable[[], Any] | None = None
+    ) -> list[Reservation]:
         """Acknowledge each job on its own (other slots), then draw each job in a fresh weighted order."""
+        if while_waiting is not None:
+            while_waiting()
         for done, bucket in acks:
             self.ack(done, bucket)
         out: list[Reservation] = []

@@ -1,7 +1,10 @@
 """The settle ledger: how a finished job's outcome reaches Redis, owned until Redis confirms it.
 
 A succeeded job's acknowledgement leaves the ledger only after the call that carried it returned
-(it rides on the next reserve call, or on a flush of its own while draining or stopping); a retry's
+(it rides on the next reserve call, or on a flush of its own while draining or stopping). Several
+calls may be on the wire at once (the pooled worker overlaps its reserve calls): each takes the acks
+not yet sent (`take_acks`, an `AckBatch`), and its batch is confirmed (`acked`) or, when the call
+failed, given back to go with the next one (`returned`), in whatever order the replies come; a retry's
 release and a failure's record leave only after their own script returned. A call that fails (an
 outage) keeps everything for the next flush, in order, so a job that succeeded is never left to
 expire and run again while its worker lives, and no settle is dropped because another failed.
@@ -11,6 +14,7 @@ is already gone.
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -27,28 +31,51 @@ class Settle:
     write: Callable[[], Any]  # the script call; raises on an outage
 
 
+@dataclass(frozen=True)
+class AckBatch:
+    """The acknowledgements one call carries."""
+
+    number: int
+    acks: tuple[Ack, ...]
+
+
 class Ledger:
     def __init__(self, on_settled: Callable[[Reservation], None] = lambda _: None) -> None:
         self.on_settled = on_settled  # told of each reservation whose outcome Redis now has
-        self._acks: list[Ack] = []
+        self._acks: list[Ack] = []  # not sent yet
+        self._on_wire: dict[int, AckBatch] = {}
+        self._batches = itertools.count(1)
         self._settles: deque[Settle] = deque()
 
     def __len__(self) -> int:
-        return len(self._acks) + len(self._settles)
+        return len(self._acks) + sum(len(b.acks) for b in self._on_wire.values()) + len(self._settles)
 
     @property
     def acks(self) -> tuple[Ack, ...]:
-        """The acknowledgements to send with the next call (a snapshot: confirm with `acked`)."""
+        """The acknowledgements not yet on the wire."""
         return tuple(self._acks)
 
     def ack(self, reservation: Reservation, wait_bucket: int) -> None:
         self._acks.append((reservation, wait_bucket))
 
-    def acked(self, sent: Sequence[Ack]) -> None:
-        """The call carrying `sent` (the first len(sent) acks) returned: they are in Redis."""
-        del self._acks[: len(sent)]
-        for reservation, _ in sent:
+    def take_acks(self) -> AckBatch:
+        """Every ack not yet sent, for the call about to go out: settle the batch with `acked` or
+        `returned` once the call returned or failed."""
+        batch = AckBatch(next(self._batches), tuple(self._acks))
+        self._acks.clear()
+        self._on_wire[batch.number] = batch
+        return batch
+
+    def acked(self, batch: AckBatch) -> None:
+        """The call carrying `batch` returned: its acks are in Redis."""
+        del self._on_wire[batch.number]
+        for reservation, _ in batch.acks:
             self.on_settled(reservation)
+
+    def returned(self, batch: AckBatch) -> None:
+        """The call carrying `batch` failed: its acks go with the next call, ahead of newer ones."""
+        if self._on_wire.pop(batch.number, None) is not None:
+            self._acks[:0] = batch.acks
 
     def later(self, reservation: Reservation, write: Callable[[], Any]) -> None:
         self._settles.append(Settle(reservation, write))
@@ -63,7 +90,12 @@ class Ledger:
     def flush(self, send_acks: Callable[[Sequence[Ack]], Any]) -> None:
         """Everything, now: the settles, then the acks in one call of `send_acks`."""
         self.write_settles()
-        acks = self.acks
-        if acks:
-            send_acks(acks)
-            self.acked(acks)
+        if not self._acks:
+            return
+        batch = self.take_acks()
+        try:
+            send_acks(batch.acks)
+        except BaseException:
+            self.returned(batch)
+            raise
+        self.acked(batch)

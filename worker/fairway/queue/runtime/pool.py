@@ -3,15 +3,18 @@ handlers on one asyncio event loop (in its own thread), N at a time between them
 
 The worker's main thread keeps everything that talks to Redis; jobs only report back through a
 queue of completions, so a job is settled (acknowledged, released or failed) exactly once, by one
-thread. An async job past its timeout is cancelled; a thread cannot be killed, so the worker settles
-an overdue sync job as timed out itself and writes its slot off (see fairway.queue.runtime.worker).
+thread; each completion also writes a byte to a pipe (`wake_fd`), so the main thread can wait on
+completions and on Redis replies in one `select`. An async job past its timeout is cancelled; a
+thread cannot be killed, so the worker settles an overdue sync job as timed out itself and writes its
+slot off (see fairway.queue.runtime.worker).
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
+import contextlib
 import inspect
+import os
 import queue
 import threading
 import time
@@ -49,17 +52,35 @@ class Completion:
 
 
 class JobPool:
+    """N threads taking jobs from one inbox (lighter than a ThreadPoolExecutor: no future per job),
+    and the event loop for `async def` jobs."""
+
     def __init__(self, size: int) -> None:
         self.size = size
-        self._threads = concurrent.futures.ThreadPoolExecutor(size, thread_name_prefix="fairway-job")
+        self._inbox: queue.SimpleQueue[tuple[Running, Callable[..., Any]] | None] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
         self._done: queue.SimpleQueue[Completion] = queue.SimpleQueue()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.wake_fd, self._wake_w = os.pipe()
+        for fd in (self.wake_fd, self._wake_w):
+            os.set_blocking(fd, False)
+        self.waiting = False  # the main thread is (about to be) asleep in a select on wake_fd
+        self._woken = False  # a byte may be in the pipe
 
     def submit(self, running: Running, func: Callable[..., Any]) -> None:
         if running.is_async:
             asyncio.run_coroutine_threadsafe(self._run_async(running, func), self._event_loop())
-        else:
-            self._threads.submit(self._run_sync, running, func)
+            return
+        if not self._threads:
+            for n in range(self.size):
+                thread = threading.Thread(target=self._serve, name=f"fairway-job-{n}", daemon=True)
+                thread.start()
+                self._threads.append(thread)
+        self._inbox.put((running, func))
+
+    def _serve(self) -> None:
+        while (item := self._inbox.get()) is not None:
+            self._run_sync(*item)
 
     @staticmethod
     def is_async(func: Callable[..., Any]) -> bool:
@@ -68,6 +89,22 @@ class JobPool:
     def _report(self, running: Running, attempt: Attempt) -> None:
         run_ms = (time.perf_counter() - running.started) * 1000
         self._done.put(Completion(running.seq, attempt, int(time.time() * 1000), run_ms))
+        if self.waiting:  # (a main thread that is not waiting finds it on its next look: no syscall)
+            self._woken = True
+            with contextlib.suppress(OSError):  # full (a wake-up is pending anyway) or closed (shutting down)
+                os.write(self._wake_w, b"\0")
+
+    def has_completions(self) -> bool:
+        return not self._done.empty()
+
+    def clear_wake(self) -> None:
+        """Empty the wake pipe (before taking the completions it announced)."""
+        if not self._woken:
+            return
+        self._woken = False
+        with contextlib.suppress(OSError):  # empty (non-blocking) or closed
+            while os.read(self.wake_fd, 4096):
+                pass
 
     def _run_sync(self, running: Running, func: Callable[..., Any]) -> None:
         job = running.job
@@ -123,6 +160,10 @@ class JobPool:
 
     def close(self) -> None:
         """Leave without joining: a stuck thread must not keep the process alive."""
-        self._threads.shutdown(wait=False, cancel_futures=True)
+        for _ in self._threads:
+            self._inbox.put(None)
+        for fd in (self.wake_fd, self._wake_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)

@@ -10,7 +10,9 @@ interrupted out of its wait at once.
 
 With one slot a job runs in the main thread under SIGALRM (the cheapest path, and the only one that
 can interrupt a plain `def`); with more, jobs run in a `JobPool` and only report back, so everything
-that talks to Redis stays in this thread and a job is settled exactly once. A sync job past its
+that talks to Redis stays in this thread and a job is settled exactly once. A pooled worker on a
+standalone Redis keeps reserve calls on the wire while its jobs run and refills a slot as soon as it
+frees (`overlap.py`), so a round trip to a distant Redis is not idle time for every slot. A sync job past its
 timeout cannot be killed: it is settled as timed out, its slot written off, and a process with
 written-off slots stops reserving, drains and exits so its supervisor restarts it.
 """
@@ -34,7 +36,7 @@ from fairway.queue.protocol.calls import NO_WAIT_BUCKET, Ack, Reservation
 from fairway.queue.protocol.context import JobContext
 from fairway.queue.protocol.job import JobError, check_placement, decode
 from fairway.queue.runtime.execution import Attempt, Outcome, refusal_of
-from fairway.queue.runtime.fetch import POLL_S, Fetcher
+from fairway.queue.runtime.fetch import POLL_S, Fetcher, StandaloneFetcher
 from fairway.queue.runtime.handlers import Registry, UnknownHandler
 from fairway.queue.runtime.housekeeping import Housekeeping
 from fairway.queue.runtime.joblog import Finished, JobLog
@@ -43,6 +45,7 @@ from fairway.queue.runtime.ledger import Ledger
 from fairway.queue.runtime.lifecycle import HARD_EXIT_CODE, Backoff, Interrupted, RssProbe, StopSignals
 from fairway.queue.runtime.metrics import UNREGISTERED, WorkerMetrics
 from fairway.queue.runtime.metrics import serve as serve_metrics
+from fairway.queue.runtime.overlap import Overlap
 from fairway.queue.runtime.runner import Done, Runner, Started
 from fairway.queue.runtime.settings import WorkerSettings
 from fairway.queue.runtime.settling import Settler
@@ -88,7 +91,14 @@ class Worker:
         self.stopping = Stopping(
             self.runner, self.ledger, self.housekeeping, clock, self._collect, self._wait_s, self._send_acks
         )
+        pool = self.runner.pool
+        self.overlap = (
+            Overlap(fetcher, self.ledger, pool, clock)
+            if pool is not None and isinstance(fetcher, StandaloneFetcher)
+            else None
+        )
         self._seq = 0
+        self._unaccounted: list[tuple[Done, Outcome, int, int]] = []  # finished, not yet counted and logged
         self._jobs_done = 0
         self._started = clock()
         self._busy = True  # the last tick found work: the next idle one runs housekeeping first
@@ -152,9 +162,18 @@ class Worker:
         """Take nothing more; let every running job finish (or time out) and settle each as it finishes."""
         if self.runner.stuck and not self.signals.reason:
             self.signals.reason = f"{self.runner.stuck} slot(s) stuck in jobs past their timeout"
+        if self.overlap is not None and self.overlap.on_wire:
+            # Jobs Redis already leased to this process run here (their slots were free when asked for).
+            try:
+                self.overlap.take_replies(self._start_reply, block=True)
+            except OUTAGE_ERRORS as exc:
+                if not is_outage(exc):
+                    raise
+                log.warning("jobs reserved just before stopping were not received (%s); they run again", exc)
         self.stopping.drain()  # (what it could not settle, _shutdown reports)
 
     def _shutdown(self) -> None:
+        self._account()
         self.stopping.shutdown((self.leases.stop, self.runner.close, self.rss.close, self.joblog.flush))
         jobs = f"{self._jobs_done} job{'' if self._jobs_done == 1 else 's'}"
         log.info("worker stopped after %s (%s)", jobs, self.exit_reason or "stopped")
@@ -190,6 +209,8 @@ class Worker:
         return max(0, wanted)
 
     def _tick(self) -> Tick:
+        if self.overlap is not None and (self.runner.pooled or self.overlap.on_wire):
+            return self._tick_overlapped(self.overlap)
         if self.housekeeping.due():
             # What finished is settled first: after an outage longer than retryAfter, its lease may have
             # run out, and housekeeping would hand the finished job out again.
@@ -208,14 +229,54 @@ class Worker:
             return Tick.IDLE
         for reservation in reservations:  # starting does no I/O: nothing can strand the rest of a batch
             self._start(reservation)
-        if self.runner.pooled:
+        if self.runner.pooled and self.overlap is None:
             # Busy: wait for a completion, briefly when slots are free (new work may come), longer
             # when every slot is taken (nothing to do but wait).
             self._collect(self._wait_s() if self.free_slots == 0 else min(POLL_S / 2, self._wait_s()))
         self.ledger.write_settles()
         return Tick.WORKED
 
+    def _tick_overlapped(self, overlap: Overlap) -> Tick:
+        """Jobs run in the pool: wait for whichever comes first, a reply (its jobs start at once) or a
+        completion (settled, and its slot asked for again before anything else), with the free slots
+        always asked for by a call on the wire."""
+        if self.housekeeping.due():
+            overlap.take_replies(self._start_reply, block=True)  # the hot line clear for the flush's acks
+            self.ledger.flush(self._send_acks)
+            self._housekeep()
+        self.ledger.write_settles()
+        unasked = self._ask(overlap)
+        self._account()
+        self._busy = True
+        if not overlap.on_wire and not self.runner.pooled:
+            return Tick.WORKED  # the queues ran short and nothing runs: the next tick goes idle
+        wait_s = self._wait_s()
+        if unasked > 0 and not self.ledger.acks:
+            wait_s = min(wait_s, max(overlap.until_may_ask_s(), 0.001))
+        overlap.wait(wait_s)
+        overlap.take_replies(self._start_reply, block=False)
+        self.runner.clear_wake()
+        self._collect(0)
+        self.ledger.write_settles()
+        self._ask(overlap)
+        return Tick.WORKED
+
+    def _ask(self, overlap: Overlap) -> int:
+        """Put a reserve call on the wire for the free slots no call asks for yet (with the acks not
+        yet sent), where the overlap's rules allow; the slots still unasked for."""
+        unasked = self._wanted() - overlap.asked
+        if (unasked > 0 or not overlap.on_wire) and overlap.ask(max(0, unasked)):
+            return 0
+        return unasked
+
+    def _start_reply(self, reservations: list[Reservation]) -> None:
+        self.leases.hold(reservations)
+        self.metrics.reserve_round_trip(len(reservations))
+        for reservation in reservations:
+            self._start(reservation)
+
     def _housekeep(self) -> None:
+        self._account()  # (the run-time tally goes out with this tick)
         self.housekeeping.run()
         self._check_memory()
         self.joblog.flush()
@@ -237,12 +298,20 @@ class Worker:
     def _reserve(self) -> list[Reservation]:
         """Acknowledge what finished and reserve up to the free slots, in one call; the acks leave the
         ledger only when the call returned."""
-        wanted, acks = self._wanted(), self.ledger.acks
-        if wanted == 0 and not acks:
+        wanted = self._wanted()
+        if wanted == 0 and not self.ledger.acks:
+            self._account()
             return []  # every slot busy and nothing to acknowledge: no round trip
-        reservations = self.fetcher.reserve(acks, wanted)
+        batch = self.ledger.take_acks()
+        try:
+            reservations = self.fetcher.reserve(batch.acks, wanted, self._account)
+        except BaseException:
+            self.ledger.returned(batch)
+            raise
+        finally:
+            self._account()  # (done while the call was on the wire, unless it failed first)
         self.leases.hold(reservations)
-        self.ledger.acked(acks)
+        self.ledger.acked(batch)
         self.metrics.reserve_round_trip(len(reservations))
         return reservations
 
@@ -317,30 +386,39 @@ class Worker:
             self.metrics.recycled("stuck_job")
 
     def _finish(self, done: Done) -> None:
-        """One finished job: settled (into the ledger), counted, logged; exactly once."""
-        started, attempt = done.started, done.attempt
-        reservation, job = started.reservation, started.job
+        """One finished job: settled (into the ledger) at once, exactly once; counted and logged by
+        `_account`, which runs while the next reserve call is on the wire."""
+        started = done.started
+        job = started.job
         waited_ms = started.started_ms - job.ready_since_ms
         bucket = wait_bucket(waited_ms) if job.enqueued_at else NO_WAIT_BUCKET
-        outcome = self.settler.settle(reservation, job, attempt, bucket)
+        outcome = self.settler.settle(started.reservation, job, done.attempt, bucket)
         self._jobs_done += 1
-        wait_s = waited_ms / 1000 if job.enqueued_at else None
-        self.metrics.job_finished(reservation.queue, job.handler, outcome.value, done.run_ms / 1000, wait_s)
-        self.housekeeping.tally(reservation.queue, done.run_ms, bucket)
-        if self.joblog.fmt != "none":
-            self.joblog.finished(
-                Finished(
-                    job,
-                    reservation,
-                    outcome,
-                    started.started_ms,
-                    done.finished_ms,
-                    done.run_ms,
-                    attempt.error,
-                    started.seq,
-                )
-            )
+        self._unaccounted.append((done, outcome, bucket, waited_ms))
         self._check_memory()
+
+    def _account(self) -> None:
+        """The finished jobs' metrics, run-time tally and log lines (none of them talks to Redis)."""
+        pending, self._unaccounted = self._unaccounted, []
+        for done, outcome, bucket, waited_ms in pending:
+            started, attempt = done.started, done.attempt
+            reservation, job = started.reservation, started.job
+            wait_s = waited_ms / 1000 if job.enqueued_at else None
+            self.metrics.job_finished(reservation.queue, job.handler, outcome.value, done.run_ms / 1000, wait_s)
+            self.housekeeping.tally(reservation.queue, done.run_ms, bucket)
+            if self.joblog.fmt != "none":
+                self.joblog.finished(
+                    Finished(
+                        job,
+                        reservation,
+                        outcome,
+                        started.started_ms,
+                        done.finished_ms,
+                        done.run_ms,
+                        attempt.error,
+                        started.seq,
+                    )
+                )
 
     def _fail_malformed(self, reservation: Reservation, error: JobError) -> None:
         """Settled once, under its own id when it has a readable one; the queue moves on."""

@@ -10,7 +10,7 @@ local group = read_group(ARGV, 1)
 local G, member = group.G, ARGV[7]
 local id = split_member(member)
 local now = now_ms()
-local jk = unlease(G .. GK.reserved, G .. GK.leased, member)
+local jk = end_lease(G .. GK.reserved, G .. GK.leased, member)
 if jk then
   leave_flight(G, id)
   forget_counts(G .. GK.attempts, jk)

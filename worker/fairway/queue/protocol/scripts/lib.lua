@@ -76,13 +76,21 @@ local function held_document(held)
   return held and string.sub(held, string.find(held, '\t', 1, true) + 1)
 end
 
--- End a lease; the job key and its document, or false when the lease had already run out (the job
--- may be running elsewhere, under another member).
-local function unlease(reserved, leased, member)
+-- End a lease; the job key, or false when the lease had already run out (the job may be running
+-- elsewhere, under another member).
+local function end_lease(reserved, leased, member)
   if redis.call('ZREM', reserved, member) == 0 then return false end
   local jk = split_reservation(member)
-  local held = redis.call('HGET', leased, jk)
   redis.call('HDEL', leased, jk)
+  return jk
+end
+
+-- End a lease and keep its document (a release puts it back): the job key and the document, or
+-- false as end_lease.
+local function unlease(reserved, leased, member)
+  local held = redis.call('HGET', leased, (split_reservation(member)))
+  local jk = end_lease(reserved, leased, member)
+  if not jk then return false end
   return jk, held_document(held) or ''
 end
 
@@ -100,7 +108,7 @@ end
 -- Acknowledge a plain job: end its lease and drop its counters. 1, or 0 when the lease had already
 -- run out (the job may be running again elsewhere).
 local function ack_job(reserved, leased, attempts, member)
-  local jk = unlease(reserved, leased, member)
+  local jk = end_lease(reserved, leased, member)
   if not jk then return 0 end
   forget_counts(attempts, jk)
   return 1

@@ -243,7 +243,7 @@ end
 
 -- Acknowledge a finished tenant job; figures ride in the same call.
 local function ack_tenant(G, member, wait_bucket, limits)
-  local jk = unlease(G .. GK.reserved, G .. GK.leased, member)
+  local jk = end_lease(G .. GK.reserved, G .. GK.leased, member)
   if not jk then return 0 end
   forget_counts(G .. GK.attempts, jk)
   local id = split_member(member)
