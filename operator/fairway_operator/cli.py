@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from fairway.cli.common import OK, valid_supervisors
+from fairway_operator.exits import EXIT_CODES
 
 
 def cmd_render(args: argparse.Namespace) -> int:
@@ -40,34 +41,79 @@ def operator_identity(environ: Mapping[str, str], host: str, pid: int, now_s: fl
 
 
 def cmd_operator(args: argparse.Namespace) -> int:
-    import asyncio
+    """Check what start-up needs (fairway_operator.startup), then run kopf. A start-up that cannot work
+    ends in one line and its exit code (docs/deploy.md); an API server not reachable yet is waited for."""
     import logging
+
+    from fairway_operator.exits import StartupError
+
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        if not _ready_to_start(args):
+            return OK  # stopped while waiting for the API server
+        return _run_kopf(args)
+    except StartupError as exc:
+        print(f"fairway operator: {exc}", file=sys.stderr)
+        return exc.code
+    except KeyboardInterrupt:
+        return OK
+
+
+def _ready_to_start(args: argparse.Namespace) -> bool:
+    import signal
+    import threading
+
+    from fairway_operator.startup import check_port, liveness_address, load_credentials, wait_for_api
+
+    if args.metrics_port:
+        check_port(args.metrics_port, "0.0.0.0", "--metrics-port")
+    host, port = liveness_address(args.liveness)
+    check_port(port, host, "--liveness")
+    load_credentials()
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())  # (a pod stopped while waiting: exit 0)
+    try:
+        return wait_for_api(sleep=stop.wait, stopping=stop.is_set)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run_kopf(args: argparse.Namespace) -> int:
+    import asyncio
+    import errno
 
     import kopf
 
     import fairway_operator.handlers  # noqa: F401  (registers the handlers)
-    from fairway_operator.kube import load_config
+    from fairway_operator.exits import PORT_TAKEN, StartupError
     from fairway_operator.metrics import OperatorMetrics
 
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    load_config()
     metrics = OperatorMetrics()
-    if args.metrics_port:
-        metrics.serve(args.metrics_port)
-    memo = kopf.Memo(worker_image=args.worker_image, metrics=metrics)
-    asyncio.run(
-        kopf.operator(
-            clusterwide=args.all_namespaces,
-            namespaces=args.namespace or (),
-            standalone=args.peering is None,
-            peering_name=args.peering,
-            priority=args.priority,
-            liveness_endpoint=args.liveness,
-            # kopf types it as its private NewType of str; a str is what it is at run time
-            identity=cast(Any, operator_identity(os.environ, socket.gethostname(), os.getpid(), time.time())),
-            memo=memo,
+    try:
+        if args.metrics_port:
+            metrics.serve(args.metrics_port)
+        memo = kopf.Memo(worker_image=args.worker_image, metrics=metrics)
+        asyncio.run(
+            kopf.operator(
+                clusterwide=args.all_namespaces,
+                namespaces=args.namespace or (),
+                standalone=args.peering is None,
+                peering_name=args.peering,
+                priority=args.priority,
+                liveness_endpoint=args.liveness,
+                # kopf types it as its private NewType of str; a str is what it is at run time
+                identity=cast(Any, operator_identity(os.environ, socket.gethostname(), os.getpid(), time.time())),
+                memo=memo,
+            )
         )
-    )
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        # taken between the check and the bind (another process was quicker)
+        raise StartupError(
+            PORT_TAKEN,
+            f"a port it listens on was taken ({exc.strerror}): free it, or pass another --metrics-port or --liveness",
+        ) from None
     return OK
 
 
@@ -77,7 +123,13 @@ def register(verbs: Any) -> None:
     render.add_argument("--image", default=None, help="worker image when spec.worker.image is not set")
     render.set_defaults(run=cmd_render)
 
-    operator = verbs.add_parser("operator", help="run the Kubernetes operator (kopf)")
+    operator = verbs.add_parser(
+        "operator",
+        help="run the Kubernetes operator (kopf)",
+        description="Exit codes: "
+        + "; ".join(f"{code} {cause.replace('`', '')}" for code, cause in EXIT_CODES.items())
+        + ". An API server not reachable yet is retried with backoff.",
+    )
     scope = operator.add_mutually_exclusive_group(required=True)
     scope.add_argument("--namespace", action="append", help="watch this namespace (repeatable)")
     scope.add_argument("--all-namespaces", action="store_true", dest="all_namespaces", help="watch every namespace")

@@ -153,5 +153,17 @@ def load_config() -> None:
         kubernetes.config.load_kube_config()
 
 
+def discover(api_client: ApiClient | None = None) -> str:
+    """One discovery request for the QueueSupervisor API (raises as the client does); the API
+    server's address. Discovery needs no RBAC rule: every authenticated user may read it."""
+    client = api_client or ApiClient()
+    CustomObjectsApi(client).get_api_resources(API_GROUP, API_VERSION, _request_timeout=10)
+    return str(client.configuration.host)
+
+
+def api_host(api_client: ApiClient | None = None) -> str:
+    return str((api_client or ApiClient()).configuration.host)
+
+
 def names_of(objs: Iterable[dict[str, Any]]) -> set[tuple[str, str]]:
     return {(o["kind"], o["metadata"]["name"]) for o in objs}

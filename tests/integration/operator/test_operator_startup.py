@@ -1,0 +1,175 @@
+"""`fairway operator`'s start-up as a new user meets it: each way it cannot work ends in one line naming
+the cause and the fix, with its documented exit code and no traceback; an API server that is not
+reachable yet is waited for with backoff (and a SIGTERM while waiting is a clean exit).
+
+The refused-credentials case is staged by a small HTTP server that answers 401 to everything, as a
+real API server does for a token it does not accept (kmock's emulator does no authentication). The
+CRD-missing case uses kmock's emulator without the QueueSupervisor resource declared: its discovery
+answers 404 for the group version, as a real server does. A namespace that does not exist is not
+checked at start-up: the operator's Role grants nothing that reads Namespaces, and the emulator does
+not refuse writes into a missing namespace as a real server does, so neither could show it here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import kmock
+import pytest
+import pytest_asyncio
+from aiohttp import web
+from test_operator_command import kubeconfig
+
+from support.kopf_kmock import Emulator, declare_resources
+from support.redis_procs import free_port
+
+
+def operator(env: dict[str, str], *extra: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "fairway.cli", "operator", "--all-namespaces"]
+    cmd += ["--liveness", f"http://127.0.0.1:{free_port()}/healthz", *extra]
+    return subprocess.run(cmd, env={**os.environ, **env}, capture_output=True, text=True, timeout=timeout)
+
+
+def one_line(result: subprocess.CompletedProcess[str]) -> str:
+    """What it printed to stderr besides log lines: exactly one line, and no traceback anywhere."""
+    assert "Traceback" not in result.stderr + result.stdout, result.stderr[-2000:]
+    lines = [line for line in result.stderr.splitlines() if line.startswith("fairway operator:")]
+    assert len(lines) == 1, result.stderr[-2000:]
+    return lines[0]
+
+
+def no_cluster(tmp_path: Path) -> dict[str, str]:
+    """Not in a pod (no service host), and a kubeconfig path of the test's choosing."""
+    env = {"KUBECONFIG": str(tmp_path / "missing"), "HOME": str(tmp_path)}
+    os.environ.pop("KUBERNETES_SERVICE_HOST", None)
+    return env
+
+
+def test_a_taken_metrics_port_is_one_line_and_exit_3(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = operator(no_cluster(tmp_path), "--metrics-port", str(port))
+    assert result.returncode == 3
+    line = one_line(result)
+    assert f"port {port} (--metrics-port) is in use" in line and "pass another --metrics-port" in line
+
+
+def test_a_taken_liveness_port_is_one_line_and_exit_3(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        cmd = [sys.executable, "-m", "fairway.cli", "operator", "--all-namespaces", "--metrics-port", "0"]
+        cmd += ["--liveness", f"http://127.0.0.1:{port}/healthz"]
+        result = subprocess.run(cmd, env={**os.environ, **no_cluster(tmp_path)}, capture_output=True, text=True)
+    assert result.returncode == 3
+    assert f"port {port} (--liveness) is in use" in one_line(result)
+
+
+def test_no_kubeconfig_is_one_line_and_exit_4(tmp_path: Path) -> None:
+    result = operator(no_cluster(tmp_path), "--metrics-port", "0")
+    assert result.returncode == 4
+    line = one_line(result)
+    assert "no usable Kubernetes credentials" in line and "KUBECONFIG" in line
+
+
+def test_an_invalid_kubeconfig_is_one_line_and_exit_4(tmp_path: Path) -> None:
+    env = no_cluster(tmp_path)
+    Path(env["KUBECONFIG"]).write_text("apiVersion: v1\nkind: Config\nclusters: [oops\n")
+    result = operator(env, "--metrics-port", "0")
+    assert result.returncode == 4
+    assert "no usable Kubernetes credentials" in one_line(result)
+
+
+@pytest_asyncio.fixture
+async def refusing_server() -> AsyncIterator[str]:
+    async def refuse(_: web.Request) -> web.Response:
+        return web.json_response(
+            {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Unauthorized", "code": 401},
+            status=401,
+        )
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", refuse)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    yield f"http://127.0.0.1:{port}"
+    await runner.cleanup()
+
+
+@pytest.mark.asyncio
+async def test_refused_credentials_are_one_line_and_exit_4(refusing_server: str, tmp_path: Path) -> None:
+    env = {**no_cluster(tmp_path), "KUBECONFIG": str(kubeconfig(tmp_path / "config", refusing_server))}
+    result = await asyncio.to_thread(operator, env, "--metrics-port", "0")
+    assert result.returncode == 4
+    line = one_line(result)
+    assert "refused the credentials (401" in line and refusing_server in line
+
+
+@pytest_asyncio.fixture
+async def cluster_without_the_crd() -> AsyncIterator[str]:
+    async with Emulator() as emulator, kmock.Server(emulator):
+        declare_resources(emulator)
+        del emulator.resources["fairway.dev/v1alpha1/queuesupervisors"]
+        yield str(emulator.url).rstrip("/")
+
+
+@pytest.mark.asyncio
+async def test_a_missing_crd_is_one_line_and_exit_5(cluster_without_the_crd: str, tmp_path: Path) -> None:
+    env = {**no_cluster(tmp_path), "KUBECONFIG": str(kubeconfig(tmp_path / "config", cluster_without_the_crd))}
+    result = await asyncio.to_thread(operator, env, "--metrics-port", "0")
+    assert result.returncode == 5
+    line = one_line(result)
+    assert "fairway.dev/v1alpha1" in line and "install the QueueSupervisor CRD" in line
+
+
+def test_an_unreachable_api_server_is_retried_with_backoff_and_sigterm_ends_it_cleanly(tmp_path: Path) -> None:
+    env = {
+        **no_cluster(tmp_path),
+        "KUBECONFIG": str(kubeconfig(tmp_path / "config", f"http://127.0.0.1:{free_port()}")),
+    }
+    cmd = [sys.executable, "-m", "fairway.cli", "operator", "--all-namespaces", "--metrics-port", "0"]
+    cmd += ["--liveness", f"http://127.0.0.1:{free_port()}/healthz"]
+    log = tmp_path / "operator.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(cmd, env={**os.environ, **env}, stdout=out, stderr=out)
+        try:
+            deadline = time.monotonic() + 20
+            while log.read_text().count("is not reachable") < 2 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            proc.send_signal(signal.SIGTERM)
+            code = proc.wait(20)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    text = log.read_text()
+    assert "Traceback" not in text, text[-2000:]
+    retries = [line for line in text.splitlines() if "is not reachable" in line]
+    assert len(retries) >= 2, text[-2000:]
+    assert "retrying in 1 s" in retries[0] and "retrying in 2 s" in retries[1], "the wait doubles"
+    assert code == 0
+
+
+def test_the_documented_exit_codes_are_the_ones_it_uses() -> None:
+    from fairway_operator.exits import EXIT_CODES
+
+    text = (Path(__file__).parents[3] / "docs" / "deploy.md").read_text()
+    rows = {int(code): cause for code, cause in re.findall(r"^\| (\d+) \| (.+) \|$", text, re.M)}
+    assert rows == EXIT_CODES
+    help_text = subprocess.run(
+        [sys.executable, "-m", "fairway.cli", "operator", "--help"], capture_output=True, text=True
+    ).stdout
+    assert all(f"{code} " in " ".join(help_text.split()) for code in EXIT_CODES)
