@@ -20,6 +20,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import jsonpatch
@@ -34,6 +35,39 @@ logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
 VERBS = {"get", "list", "watch", "create", "update", "patch", "delete"}
 
 
+@dataclass(frozen=True)
+class Requested:
+    """One API request as RBAC sees it (verb, API group, resource with its subresource, namespace),
+    and who made it (its User-Agent: the operator's say fairway-operator/..., kopf's kopf/...)."""
+
+    verb: str
+    group: str
+    resource: str  # plural, "/subresource" appended when there is one; "" for discovery
+    namespace: str | None
+    name: str | None
+    agent: str
+
+    @property
+    def by_operator(self) -> bool:
+        return self.agent.startswith(("fairway-operator/", "kopf/"))
+
+
+REQUESTS: list[Requested] = []  # every request any emulator in this process served, in order
+
+
+def requested(request: kmock.Request) -> Requested:
+    action = str(getattr(request.action, "value", request.action) or "").lower()
+    verb = {"fetch": "get", "none": ""}.get(action, action)
+    if verb == "update":
+        verb = "patch" if str(getattr(request.method, "value", request.method)).upper() == "PATCH" else "update"
+    res = request.resource
+    plural = str(getattr(res, "plural", "") or "") if res is not None else ""
+    sub = f"/{request.subresource}" if request.subresource else ""
+    agent = str(request.headers.get("User-Agent", "")) if request.headers else ""
+    group = str(getattr(res, "group", "") or "") if res is not None else ""
+    return Requested(verb, group, plural + sub if plural else "", request.namespace, request.name, agent)
+
+
 class Emulator(kmock.KubernetesEmulator):  # type: ignore[misc]
     """kmock 0.8 + what kopf needs: stamped uid/resourceVersion/generation, 422 on conflicts, gap-free watches."""
 
@@ -46,6 +80,7 @@ class Emulator(kmock.KubernetesEmulator):  # type: ignore[misc]
         self.writes: list[tuple[float, str, str, str | None, Any]] = []
 
     async def _handle(self, request: kmock.Request) -> Any:
+        REQUESTS.append(requested(request))
         data, rv = request.data, str(next(self._rv))
         if request.action in (kmock.action.CREATE, kmock.action.UPDATE, kmock.action.DELETE):
             plural = getattr(request.resource, "plural", str(request.resource))
