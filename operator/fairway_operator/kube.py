@@ -157,12 +157,10 @@ def load_config() -> None:
         kubernetes.config.load_kube_config()
 
 
-def discover(api_client: ApiClient | None = None) -> str:
-    """One discovery request for the QueueSupervisor API (raises as the client does); the API
-    server's address. Discovery needs no RBAC rule: every authenticated user may read it."""
-    client = api_client or operator_client()
-    CustomObjectsApi(client).get_api_resources(API_GROUP, API_VERSION, _request_timeout=10)
-    return str(client.configuration.host)
+def discover(api_client: ApiClient) -> None:
+    """One discovery request for the QueueSupervisor API (raises as the client does). Discovery needs
+    no RBAC rule: every authenticated user may read it."""
+    CustomObjectsApi(api_client).get_api_resources(API_GROUP, API_VERSION, _request_timeout=10)
 
 
 def operator_client() -> ApiClient:
@@ -172,8 +170,8 @@ def operator_client() -> ApiClient:
     return client
 
 
-def api_host(api_client: ApiClient | None = None) -> str:
-    return str((api_client or ApiClient()).configuration.host)
+def api_host(api_client: ApiClient) -> str:
+    return str(api_client.configuration.host)
 
 
 def names_of(objs: Iterable[dict[str, Any]]) -> set[tuple[str, str]]:

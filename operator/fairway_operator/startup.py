@@ -23,7 +23,7 @@ from kubernetes.client import ApiClient, ApiException
 
 from fairway.resource.spec import API_GROUP, API_VERSION
 from fairway_operator.exits import NO_CREDENTIALS, NOT_INSTALLED, PORT_TAKEN, StartupError
-from fairway_operator.kube import api_host, discover, load_config
+from fairway_operator.kube import api_host, discover, load_config, operator_client
 
 log = logging.getLogger("fairway.operator")
 
@@ -72,11 +72,12 @@ def wait_for_api(
 ) -> bool:
     """One discovery request for the QueueSupervisor API until it answers: True when it is served,
     False when stopped while waiting; StartupError for refused credentials or a missing CRD."""
-    host = api_host(api)
+    client = api or operator_client()
+    host = api_host(client)
     wait_s = 1.0
     while not stopping():
         try:
-            discover(api)
+            discover(client)
             return True
         except ApiException as exc:
             if exc.status in (401, 403):

@@ -95,5 +95,5 @@ def test_calls_on_the_wire_are_sent_again_when_redis_forgot_the_script(redis_url
 def test_the_one_call_path_keeps_nothing_on_the_wire_between_calls(redis_url: str) -> None:
     scripts = Scripts(redis.Redis.from_url(redis_url))
     for _ in range(3):
-        scripts.run_hot(calls.renew("fairway:{q}:reserved", [b"x\ty:1.1"], 1000))
+        scripts.hot.run(calls.renew("fairway:{q}:reserved", [b"x\ty:1.1"], 1000))
         assert scripts.hot.on_wire == 0

@@ -14,6 +14,7 @@ import itertools
 import select
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import hiredis
@@ -123,11 +124,14 @@ class HotLine:
         while not select.select(fds, [], [], 0)[0] and time.perf_counter() < until:
             pass
 
-    def run(self, call: ScriptCall) -> Any:
-        """Send one call and wait for its reply; nothing else may be on the wire."""
+    def run(self, call: ScriptCall, while_waiting: Callable[[], object] | None = None) -> Any:
+        """Send one call and wait for its reply, calling `while_waiting` once while it is on the wire;
+        nothing else may be on the wire."""
         if self._on_wire:
             raise RuntimeError("a call is on the hot line already: take its reply first")
         self.send(call)
+        if while_waiting is not None:
+            while_waiting()
         while (reply := self.receive()) is None:
             pass
         return reply[1]

@@ -288,10 +288,9 @@ def check_placement(job: Job, served_name: str, tenant: str | None) -> Job:
 
 
 def _job(doc: dict[str, Any], job_id: str | None) -> Job:
-    if not (type(doc.get("handler")) is str and type(doc.get("queue")) is str and type(doc.get("id")) is str):
-        missing = [name for name in ("id", "handler", "queue") if not isinstance(doc.get(name), str)]
-        if missing:
-            raise JobError(f"payload lacks string field(s): {', '.join(missing)}")
+    missing = [name for name in ("id", "handler", "queue") if not isinstance(doc.get(name), str)]
+    if missing:
+        raise JobError(f"payload lacks string field(s): {', '.join(missing)}")
     if job_id is None:
         raise JobError(f"payload id must be a string of 1 to {MAX_ID_LENGTH} characters")
     version = doc.get("v", PROTOCOL_VERSION)

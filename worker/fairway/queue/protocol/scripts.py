@@ -123,7 +123,3 @@ class Scripts:
                 raise TypeError("the hot path is for a standalone Redis")
             self._hot = HotLine(self.client, self._registered)
         return self._hot
-
-    def run_hot(self, call: ScriptCall) -> Any:
-        """One call on the hot line, waited for (see HotLine)."""
-        return self.hot.run(call)

@@ -232,13 +232,7 @@ class StandaloneFetcher(Fetcher):
     def reserve(
         self, acks: Sequence[Ack] = (), count: int = 1, while_waiting: Callable[[], Any] | None = None
     ) -> list[Reservation]:
-        hot = self.hot
-        hot.send(self._call(acks, count))
-        if while_waiting is not None:
-            while_waiting()
-        while (reply := hot.receive()) is None:
-            pass  # sent again: Redis had forgotten the script
-        return self._reservations(reply[1])
+        return self._reservations(self.hot.run(self._call(acks, count), while_waiting))
 
     @property
     def hot(self) -> HotLine:

@@ -18,9 +18,11 @@ import itertools
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from fairway.queue.protocol.calls import Ack, Reservation
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -90,12 +92,17 @@ class Ledger:
     def flush(self, send_acks: Callable[[Sequence[Ack]], Any]) -> None:
         """Everything, now: the settles, then the acks in one call of `send_acks`."""
         self.write_settles()
-        if not self._acks:
-            return
+        if self._acks:
+            self.carry(send_acks)
+
+    def carry(self, call: Callable[[tuple[Ack, ...]], T]) -> T:
+        """Make a call that carries every ack not yet sent: confirmed when it returns, given back
+        (ahead of newer ones) when it raises."""
         batch = self.take_acks()
         try:
-            send_acks(batch.acks)
+            result = call(batch.acks)
         except BaseException:
             self.returned(batch)
             raise
         self.acked(batch)
+        return result

@@ -90,35 +90,35 @@ class Overlap:
             except BaseException:
                 self._forget()
                 raise
-            if hot.on_wire < len(self._asked):  # (never expected: the line forgot calls it was given)
-                self._forget()
-            else:
-                fds.append(hot.fileno())
+            fds.append(hot.fileno())
         self.pool.waiting = True  # from here on a completion writes to the wake pipe
         try:
             if not self.pool.has_completions():
                 select.select(fds, [], [], max(0.0, timeout_s))
         finally:
             self.pool.waiting = False
+        self.pool.clear_wake()  # (the completions it announced are taken next)
 
     def take_replies(self, start: Callable[[list[Reservation]], None], *, block: bool) -> None:
         """Give each reply already there (with `block`: of every call on the wire) to `start`, its acks
         confirmed first; a reply taken is started even if the next one fails."""
         hot = self.fetcher.hot
-        try:
-            while self._asked and (block or hot.ready()):
+        while self._asked:
+            try:
+                if not block and not hot.ready():
+                    return
                 got = self.fetcher.reserve_reply()
-                if got is None:
-                    continue  # sent again: Redis had forgotten the script
-                number, reservations = got
-                asked = self._asked.pop(number)
-                self.ledger.acked(asked.batch)
-                if asked.count:
-                    self._short_at = self.clock() if len(reservations) < asked.count else None
-                start(reservations)
-        except BaseException:
-            self._forget()
-            raise
+            except BaseException:  # the line broke (and forgot its calls): so does the overlap
+                self._forget()
+                raise
+            if got is None:
+                continue  # sent again: Redis had forgotten the script
+            number, reservations = got
+            asked = self._asked.pop(number)
+            self.ledger.acked(asked.batch)
+            if asked.count:
+                self._short_at = self.clock() if len(reservations) < asked.count else None
+            start(reservations)
 
     def _forget(self) -> None:
         """The line broke: every call on it is gone; their acks go with the next call."""

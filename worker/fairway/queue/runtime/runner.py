@@ -103,11 +103,6 @@ class Runner:
             self._inline = None
         return Done(started, attempt, _now_ms(), (time.perf_counter() - started.started) * 1000)
 
-    def clear_wake(self) -> None:
-        """Before taking completions: empty the pool's wake pipe (see JobPool.wake_fd)."""
-        if self.pool is not None:
-            self.pool.clear_wake()
-
     def collect(self, timeout_s: float) -> list[Done]:
         """The pool's finished jobs (waiting up to `timeout_s` for the first), then any overdue sync
         job as timed out, its slot written off."""

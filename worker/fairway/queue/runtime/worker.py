@@ -255,7 +255,6 @@ class Worker:
             wait_s = min(wait_s, max(overlap.until_may_ask_s(), 0.001))
         overlap.wait(wait_s)
         overlap.take_replies(self._start_reply, block=False)
-        self.runner.clear_wake()
         self._collect(0)
         self.ledger.write_settles()
         self._ask(overlap)
@@ -302,16 +301,11 @@ class Worker:
         if wanted == 0 and not self.ledger.acks:
             self._account()
             return []  # every slot busy and nothing to acknowledge: no round trip
-        batch = self.ledger.take_acks()
         try:
-            reservations = self.fetcher.reserve(batch.acks, wanted, self._account)
-        except BaseException:
-            self.ledger.returned(batch)
-            raise
+            reservations = self.ledger.carry(lambda acks: self.fetcher.reserve(acks, wanted, self._account))
         finally:
             self._account()  # (done while the call was on the wire, unless it failed first)
         self.leases.hold(reservations)
-        self.ledger.acked(batch)
         self.metrics.reserve_round_trip(len(reservations))
         return reservations
 
