@@ -1,23 +1,33 @@
-"""One operator, many QueueSupervisors: time to reconcile them all, the cost of one pass, and the steady
-load on Redis. The real kopf operator runs here; the Kubernetes emulator (kmock) runs in its own process,
-as an API server would, so the two do not share one interpreter lock.
+"""One operator process, many QueueSupervisors, against any API server: for each N, the time until every
+Deployment is applied and every status written, the operator's CPU, its API requests by verb and
+resource per supervisor, its writes while nothing changes, and the same after a restart over all N.
 
-    .venv/bin/python bench/operator_scale.py [--supervisors 500] [--steady 20]
+    .venv/bin/python bench/operator_scale.py --supervisors 100 1000 [--kubeconfig PATH]
 
-Each supervisor lives in its own namespace (the emulator lists without label filtering, which would
-make the run quadratic for a reason a real API server does not have). All share one Redis.
+Without --kubeconfig it starts kmock's emulator in a process of its own (a fresh one per N); with it,
+it uses that cluster (the QueueSupervisor CRD installed; namespaces fwbench-* are created and deleted).
+`fairway operator --all-namespaces` runs as a subprocess, as in a pod, reaching the server through
+a recording proxy (tests/support/recording_proxy.py) that counts its requests the same way for both.
+Supervisors: a third each balance none/simple/auto, every fourth with a tenant group, ten to a
+namespace, one Redis. Results: bench/results/operator_scale.json; docs/benchmarks.md section 7.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
+import collections
+import concurrent.futures
+import contextlib
 import json
 import os
-import statistics
+import re
+import signal
 import subprocess
 import sys
+import tempfile
 import time
+import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,104 +35,249 @@ TESTS = Path(__file__).resolve().parents[1] / "tests"
 sys.path.insert(0, str(TESTS))
 
 import kubernetes  # noqa: E402
-import redis  # noqa: E402
+import yaml  # noqa: E402
 
-import fairway_operator.reconcile as reconcile_module  # noqa: E402
-from support.kopf_kmock import running_operator, secret  # noqa: E402
-from support.redis_procs import RedisProcess  # noqa: E402
+from fairway.resource.manifests import validate_spec  # noqa: E402
+from fairway_operator.desired import desired  # noqa: E402
+from support.kopf_kmock import secret  # noqa: E402
+from support.recording_proxy import RecordingProxy  # noqa: E402
+from support.redis_procs import RedisProcess, free_port  # noqa: E402
 
-PASSES: list[tuple[bool, float]] = []
-_original = reconcile_module.Reconciler.reconcile
-
-
-def _timed(self: Any, body: Any, **kw: Any) -> Any:
-    started = time.perf_counter()
-    try:
-        return _original(self, body, **kw)
-    finally:
-        PASSES.append((kw.get("apply", True), time.perf_counter() - started))
+GROUP, VERSION, PLURAL = "fairway.dev", "v1alpha1", "queuesupervisors"
+WRITES = {"create", "update", "patch", "delete"}
+STATUS_INTERVAL_S = 10.0  # the operator's status pass (fairway_operator.handlers)
+TICKS = os.sysconf("SC_CLK_TCK")
 
 
-reconcile_module.Reconciler.reconcile = _timed  # type: ignore[method-assign]
+def supervisor(i: int, per_namespace: int) -> dict[str, Any]:
+    balance = ("none", "simple", "auto")[i % 3]
+    spec: dict[str, Any] = {
+        "redis": {"secretRef": {"name": "redis", "key": "url"}},
+        "queues": ["high", "default", "low"],
+        "balance": balance,
+        "maxProcesses": 6,
+        "worker": {"handlers": ["fairway.builtins"]},
+    }
+    if balance == "none":
+        spec["queueWeights"] = {"high": 3, "default": 2}
+    if i % 4 == 0:
+        spec["tenants"] = {"queuePrefix": "tenant-", "maxConsecutiveJobs": 5}
+        if balance == "none":
+            spec["tenants"]["weight"] = 3
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "QueueSupervisor",
+        "metadata": {"name": f"sup-{i}", "namespace": namespace_of(i, per_namespace)},
+        "spec": spec,
+    }
 
 
-async def main_async(count: int, steady_s: float) -> dict[str, Any]:
-    server = RedisProcess().start()
+def namespace_of(i: int, per_namespace: int) -> str:
+    return f"fwbench-{i // per_namespace}"
+
+
+def deployments_of(body: dict[str, Any]) -> int:
+    spec = validate_spec(body["spec"], body["metadata"]["name"]).spec
+    assert spec is not None, body
+    return len(desired(body, spec, {}, "fairway:bench"))
+
+
+def cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+@contextlib.contextmanager
+def api_server(kubeconfig: str | None) -> Iterator[kubernetes.client.Configuration]:
+    if kubeconfig:
+        config = kubernetes.client.Configuration()
+        kubernetes.config.load_kube_config(config_file=kubeconfig, client_configuration=config)
+        yield config
+        return
     env = {**os.environ, "PYTHONPATH": str(TESTS)}
     emulator = subprocess.Popen(
         [sys.executable, "-m", "support.kmock_server"], stdout=subprocess.PIPE, text=True, env=env
     )
     try:
         assert emulator.stdout is not None
-        url = emulator.stdout.readline().strip()
-        kubernetes.client.Configuration.set_default(kubernetes.client.Configuration(host=url))
-        client = kubernetes.client.ApiClient()
-        core, custom = kubernetes.client.CoreV1Api(client), kubernetes.client.CustomObjectsApi(client)
-        for i in range(count):
-            core.create_namespaced_secret(f"team-{i}", secret(f"team-{i}", "redis", server.url))
-        async with running_operator(url, status_interval_s=10.0, loop_tick_s=1.0):
-            started = time.monotonic()
-            for i in range(count):
-                body = {
-                    "apiVersion": "fairway.dev/v1alpha1",
-                    "kind": "QueueSupervisor",
-                    "metadata": {"name": "sup", "namespace": f"team-{i}"},
-                    "spec": {
-                        "redis": {"secretRef": {"name": "redis", "key": "url"}},
-                        "queues": ["a", "b", "c"],
-                        "balance": "auto" if i % 2 else "none",
-                        "maxProcesses": 6,
-                    },
-                }
-                await asyncio.to_thread(
-                    custom.create_namespaced_custom_object,
-                    "fairway.dev",
-                    "v1alpha1",
-                    f"team-{i}",
-                    "queuesupervisors",
-                    body,
-                )
-
-            def reconciled() -> int:
-                items = custom.list_cluster_custom_object("fairway.dev", "v1alpha1", "queuesupervisors")["items"]
-                return sum(1 for o in items if (o.get("status") or {}).get("conditions"))
-
-            while await asyncio.to_thread(reconciled) < count:
-                if time.monotonic() - started > 900:
-                    raise RuntimeError(f"only {reconciled()} of {count} reconciled in 900 s")
-                await asyncio.sleep(1.0)
-            all_reconciled_s = time.monotonic() - started
-            r = redis.Redis.from_url(server.url)
-            redis_before = int(r.info("stats")["total_commands_processed"])
-            passes_before = len(PASSES)
-            await asyncio.sleep(steady_s)
-            redis_rate = (int(r.info("stats")["total_commands_processed"]) - redis_before) / steady_s
-            steady = PASSES[passes_before:]
+        yield kubernetes.client.Configuration(host=emulator.stdout.readline().strip())
     finally:
         emulator.kill()
-        server.cleanup()
-    full = [d for applied, d in PASSES if applied]
-    observe = [d for applied, d in steady if not applied]
+        emulator.wait()
+
+
+class Operator:
+    """`fairway operator` as a pod runs it, talking to `server` (a kubeconfig written for it)."""
+
+    def __init__(self, server: str, workdir: Path) -> None:
+        self.kubeconfig = workdir / "operator-kubeconfig"
+        cluster = {"name": "c", "cluster": {"server": server}}
+        context = {"name": "c", "context": {"cluster": "c", "user": "u"}}
+        doc = {"apiVersion": "v1", "kind": "Config", "clusters": [cluster], "contexts": [context]}
+        doc |= {"current-context": "c", "users": [{"name": "u", "user": {}}]}
+        self.kubeconfig.write_text(yaml.safe_dump(doc))
+        self.metrics_port, self.log = free_port(), workdir / "operator.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        cmd = [sys.executable, "-m", "fairway.cli", "operator", "--all-namespaces", "--log-level", "warning"]
+        cmd += ["--metrics-port", str(self.metrics_port), "--liveness", f"http://127.0.0.1:{free_port()}/healthz"]
+        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
+        env.pop("KUBERNETES_SERVICE_HOST", None)
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(cmd, env=env, stdout=log, stderr=log)
+        wait_for(lambda: self.full_passes() is not None, 60, "the operator's metrics")
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.send_signal(signal.SIGTERM)
+            self.process.wait(60)
+
+    def cpu_s(self) -> float:
+        assert self.process is not None
+        return cpu_s(self.process.pid)
+
+    def full_passes(self) -> float | None:
+        """Supervisor events handled: full passes plus those that found nothing to write."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=2) as answer:
+                text = answer.read().decode()
+        except OSError:
+            return None
+        found = re.findall(r'^fairway_reconcile_passes_total\{kind="(?:full|settled)"\} (\S+)$', text, re.M)
+        return sum(float(v) for v in found)
+
+
+def wait_for(check: Callable[[], Any], timeout_s: float, what: str, every_s: float = 0.5) -> float:
+    started = time.monotonic()
+    while not check():
+        if time.monotonic() - started > timeout_s:
+            raise RuntimeError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+        time.sleep(every_s)
+    return time.monotonic() - started
+
+
+def by_kind(log: list[Any], since: float, until: float, n: int) -> dict[str, float]:
+    """The operator's requests in a window, per supervisor, keyed "verb group/resource"."""
+    counts: collections.Counter[str] = collections.Counter()
+    for entry in log:
+        r = entry.request
+        if since <= entry.at < until and r.by_operator and r.resource:
+            counts[f"{r.verb} {r.group + '/' if r.group else ''}{r.resource}"] += 1
+    return {k: round(v / n, 2) for k, v in sorted(counts.items())}
+
+
+def writes(log: list[Any], since: float, until: float) -> int:
+    return sum(1 for e in log if since <= e.at < until and e.request.by_operator and e.request.verb in WRITES)
+
+
+def run(n: int, kubeconfig: str | None, per_namespace: int, quiet_s: float, timeout_s: float) -> dict[str, Any]:
+    redis = RedisProcess().start()
+    workdir = Path(tempfile.mkdtemp(prefix="fairway-opscale-"))
+    bodies = [supervisor(i, per_namespace) for i in range(n)]
+    expected = sum(deployments_of(b) for b in bodies)
+    namespaces = sorted({b["metadata"]["namespace"] for b in bodies})
+    try:
+        with api_server(kubeconfig) as upstream, RecordingProxy(upstream) as proxy:
+            client = kubernetes.client.ApiClient(upstream)
+            core, apps = kubernetes.client.CoreV1Api(client), kubernetes.client.AppsV1Api(client)
+            custom = kubernetes.client.CustomObjectsApi(client)
+            with concurrent.futures.ThreadPoolExecutor(8) as pool:
+                if kubeconfig:  # (kmock cannot create namespaces, nor needs them)
+                    list(pool.map(lambda ns: core.create_namespace({"metadata": {"name": ns}}), namespaces))
+                list(pool.map(lambda ns: core.create_namespaced_secret(ns, secret(ns, "redis", redis.url)), namespaces))
+            operator = Operator(proxy.url, workdir)
+            operator.start()
+            cpu_idle = operator.cpu_s()
+
+            def applied() -> bool:
+                items = apps.list_deployment_for_all_namespaces(label_selector="app.kubernetes.io/managed-by=fairway")
+                return sum(1 for d in items.items if d.metadata.namespace.startswith("fwbench-")) >= expected
+
+            def reported() -> bool:
+                items = custom.list_cluster_custom_object(GROUP, VERSION, PLURAL)["items"]
+                done = [
+                    o
+                    for o in items
+                    if (o.get("status") or {}).get("observedGeneration") == o["metadata"].get("generation")
+                ]
+                return len(done) >= n
+
+            started = time.monotonic()
+            with concurrent.futures.ThreadPoolExecutor(8) as pool:
+                create = lambda b: custom.create_namespaced_custom_object(  # noqa: E731
+                    GROUP, VERSION, b["metadata"]["namespace"], PLURAL, b
+                )
+                list(pool.map(create, bodies))
+            created_s = time.monotonic() - started
+            all_applied_s = wait_for(applied, timeout_s, "every Deployment", 1.0) + created_s
+            all_reported_s = wait_for(reported, timeout_s, "every status", 1.0) + all_applied_s
+            time.sleep(STATUS_INTERVAL_S + 2)  # the first periodic pass over every supervisor
+            settled = time.monotonic()
+            cpu_create = operator.cpu_s() - cpu_idle
+            time.sleep(quiet_s)
+            quiet_end = time.monotonic()
+            quiet_writes = writes(proxy.log, settled, quiet_end)
+            cpu_quiet = operator.cpu_s() - cpu_idle - cpu_create
+            operator.stop()
+
+            restarted = time.monotonic()
+            operator.start()
+            resumed_s = wait_for(lambda: (operator.full_passes() or 0) >= n, timeout_s, "every supervisor resumed")
+            time.sleep(STATUS_INTERVAL_S + 2)
+            restart_end = time.monotonic()
+            cpu_restart = operator.cpu_s()
+            deployments = apps.list_deployment_for_all_namespaces(label_selector="app.kubernetes.io/managed-by=fairway")
+            names = [
+                (d.metadata.namespace, d.metadata.name)
+                for d in deployments.items
+                if d.metadata.namespace.startswith("fwbench-")
+            ]
+            operator.stop()
+            if kubeconfig:
+                for ns in namespaces:
+                    core.delete_namespace(ns)
+    finally:
+        redis.cleanup()
     return {
-        "supervisors": count,
-        "all_reconciled_s": round(all_reconciled_s, 1),
-        "full_pass_median_ms": round(statistics.median(full) * 1000, 1),
-        "steady_passes_per_s": round(len(steady) / steady_s, 1),
-        "observe_pass_median_ms": round(statistics.median(observe) * 1000, 1) if observe else None,
-        "steady_redis_commands_per_s": round(redis_rate, 1),
-        "redis_commands_per_observe_pass": round(redis_rate * steady_s / max(1, len(steady)), 1),
+        "supervisors": n,
+        "deployments": expected,
+        "create_requests_s": round(created_s, 1),
+        "all_deployments_s": round(all_applied_s, 1),
+        "all_statuses_s": round(all_reported_s, 1),
+        "operator_cpu_s": round(cpu_create, 1),
+        "operator_cpu_ms_per_supervisor": round(cpu_create / n * 1000, 1),
+        "requests_per_supervisor": by_kind(proxy.log, started, settled, n),
+        "writes_per_supervisor": round(writes(proxy.log, started, settled) / n, 2),
+        "quiet_s": quiet_s,
+        "quiet_writes": quiet_writes,
+        "quiet_cpu_s": round(cpu_quiet, 1),
+        "restart_resumed_s": round(resumed_s, 1),
+        "restart_cpu_s": round(cpu_restart, 1),
+        "restart_writes": writes(proxy.log, restarted, restart_end),
+        "restart_requests_per_supervisor": by_kind(proxy.log, restarted, restart_end, n),
+        "deployments_after_restart": len(names),
+        "duplicate_children": len(names) - len(set(names)) + max(0, len(names) - expected),
     }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--supervisors", type=int, default=500)
-    parser.add_argument("--steady", type=float, default=20.0)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--supervisors", type=int, nargs="+", default=[100, 1000], help="each N to run (default 100 1000)"
+    )
+    parser.add_argument("--kubeconfig", default=None, help="run against this cluster instead of the emulator")
+    parser.add_argument("--per-namespace", type=int, default=10, dest="per_namespace", help="supervisors per namespace")
+    parser.add_argument("--quiet", type=float, default=30.0, help="seconds of nothing changing, writes counted")
+    parser.add_argument("--timeout", type=float, default=900.0, help="give up on a phase after this long")
     args = parser.parse_args()
-    result = asyncio.run(main_async(args.supervisors, args.steady))
-    for key, value in result.items():
-        print(f"{key:>34}: {value}")
-    (Path(__file__).parent / "results" / "operator_scale.json").write_text(json.dumps(result, indent=2) + "\n")
+    results = []
+    for n in args.supervisors:
+        result = run(n, args.kubeconfig, args.per_namespace, args.quiet, args.timeout)
+        results.append(result)
+        print(json.dumps(result, indent=2), flush=True)
+    out = Path(__file__).parent / "results" / "operator_scale.json"
+    out.write_text(json.dumps({"server": args.kubeconfig or "kmock emulator", "runs": results}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
 """kopf handlers: thin. Each calls the one reconcile pass and writes its status once.
 
-No handler here makes kopf put a finalizer on a QueueSupervisor (no per-object timers, daemons or
-delete handlers): deleting one never hangs, even with the operator down, and its children go by
-ownerReference garbage collection. Scaling and status refresh are one loop over a kopf index.
+Every handler is an event handler over watches and indexes (level-triggered, as controllers are): a
+pass compares the supervisor's children, as the watches hold them, with what it renders, and writes
+only the difference; a supervisor whose children and status are as they should be costs no request,
+after a restart too. kopf stores nothing on the object: no annotations, no finalizer (deleting one
+never hangs, even with the operator down; its children go by ownerReference garbage collection).
+Scaling, status refresh and retries are one loop over the indexes.
 """
 
 from __future__ import annotations
@@ -13,14 +16,14 @@ import copy
 import functools
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import kopf
+from kubernetes.client import ApiException
 
-from fairway.plan.pools import initial_replicas
 from fairway.resource.spec import API_GROUP, API_VERSION, KIND, PLURAL
-from fairway_operator.desired import DEFAULT_IMAGE, MANAGED_BY, POOL_KEY
-from fairway_operator.drift import drifted
+from fairway_operator.desired import DEFAULT_IMAGE, MANAGED_BY
 from fairway_operator.kube import Kube
 from fairway_operator.reconcile import Outcome, Reconciler
 from fairway_operator.scaling import Scaler, Supervised
@@ -31,6 +34,7 @@ RESOURCE = (API_GROUP, API_VERSION, PLURAL)
 LOOP_TICK_S = 1.0
 STATUS_INTERVAL_S = 10.0
 PASS_CONCURRENCY = 16
+RETRY_DELAY_S = 10.0  # a full pass that met an API error runs again after this long
 
 
 def _reconciler(memo: kopf.Memo) -> Reconciler:
@@ -46,12 +50,18 @@ def _reconciler(memo: kopf.Memo) -> Reconciler:
 
 @kopf.on.startup()
 async def startup(
-    settings: kopf.OperatorSettings, memo: kopf.Memo, supervisors: kopf.Index, pool_deployments: kopf.Index, **_: Any
+    settings: kopf.OperatorSettings,
+    memo: kopf.Memo,
+    supervisors: kopf.Index,
+    pool_deployments: kopf.Index,
+    pool_config_maps: kopf.Index,
+    **_: Any,
 ) -> None:
     configure_persistence(settings)
     settings.posting.level = logging.WARNING
     _reconciler(memo)
-    memo.loop_task = asyncio.create_task(_balance_and_refresh(memo, supervisors, pool_deployments))
+    memo.retries, memo.statuses, memo.locks = {}, {}, {}
+    memo.loop_task = asyncio.create_task(_balance_and_refresh(memo, supervisors, pool_deployments, pool_config_maps))
 
 
 @kopf.on.cleanup()
@@ -68,55 +78,150 @@ def supervisors(body: kopf.Body, namespace: str, name: str, **_: Any) -> dict[tu
     return {(namespace, name): copy.deepcopy(dict(body))}
 
 
-@kopf.index("apps", "v1", "deployments", labels={MANAGED_BY: "fairway"})
-def pool_deployments(body: kopf.Body, namespace: str, **_: Any) -> dict[tuple[str, str], dict[str, Any]] | None:
-    """Each supervisor's pool Deployments as the watch last saw them: the periodic loop's observations."""
+def _child(body: kopf.Body, kind: str) -> tuple[tuple[str, str], dict[str, Any]] | None:
+    """A child as the indexes keep it: what drift checks compare and the periodic loop observes (no
+    managedFields, no status beyond the ready counts), keyed by its owning supervisor."""
     owner = next((r for r in body.metadata.get("ownerReferences", []) if r.get("kind") == KIND), None)
     if owner is None:
         return None
-    return {
-        (namespace, owner["name"]): {
-            "kind": "Deployment",
-            "metadata": {
-                k: copy.deepcopy(body.metadata.get(k)) for k in ("name", "labels", "annotations", "ownerReferences")
-            },
-            "spec": {"replicas": body.spec.get("replicas")},
-            "status": {k: body.status.get(k) for k in ("availableReplicas", "readyReplicas")},
-        }
-    }
+    meta = {k: copy.deepcopy(body.metadata.get(k)) for k in ("name", "labels", "annotations", "ownerReferences")}
+    kept: dict[str, Any] = {"kind": kind, "metadata": meta}
+    if kind == "ConfigMap":
+        kept["data"] = copy.deepcopy(dict(body.get("data") or {}))
+    else:
+        kept["spec"] = copy.deepcopy(dict(body.spec))
+        kept["status"] = {k: body.status.get(k) for k in ("availableReplicas", "readyReplicas")}
+    return (str(body.metadata.namespace), owner["name"]), kept
 
 
-def _report(body: kopf.Body, outcome: Outcome) -> None:
-    if not outcome.valid:
-        kopf.warn(body, reason="SpecInvalid", message="; ".join(outcome.errors))
+@kopf.index("apps", "v1", "deployments", labels={MANAGED_BY: "fairway"})
+def pool_deployments(body: kopf.Body, **_: Any) -> dict[tuple[str, str], dict[str, Any]] | None:
+    """Each supervisor's pool Deployments as the watch last saw them."""
+    found = _child(body, "Deployment")
+    return dict([found]) if found else None
 
 
-@kopf.on.resume(*RESOURCE)
-@kopf.on.create(*RESOURCE)
-@kopf.on.update(*RESOURCE)
-async def reconcile_supervisor(body: kopf.Body, memo: kopf.Memo, patch: kopf.Patch, **_: Any) -> None:
-    outcome = await asyncio.to_thread(_reconciler(memo).reconcile, copy.deepcopy(dict(body)))
-    if outcome.status is not None:
-        patch.setdefault("status", {}).update(outcome.status)  # one write, together with kopf's annotations
-    _report(body, outcome)
-    if outcome.api_error:
-        raise kopf.TemporaryError(outcome.api_error, delay=10)
+@kopf.index("v1", "configmaps", labels={MANAGED_BY: "fairway"})
+def pool_config_maps(body: kopf.Body, **_: Any) -> dict[tuple[str, str], dict[str, Any]] | None:
+    """Each supervisor's worker-settings ConfigMaps as the watch last saw them."""
+    found = _child(body, "ConfigMap")
+    return dict([found]) if found else None
 
 
-async def _repair(memo: kopf.Memo, parent: dict[str, Any]) -> None:
+def _owned(body: Mapping[str, Any], *indexes: kopf.Index) -> list[dict[str, Any]]:
+    """A supervisor's children from the watches (kopf runs no handler before every index is filled
+    at start-up), only those whose ownerReference is this very supervisor (its uid)."""
+    meta = body["metadata"]
+    key, uid = (meta.get("namespace", "default"), meta["name"]), meta.get("uid")
+    return [
+        child
+        for index in indexes
+        for child in index.get(key) or []
+        if any(r.get("uid") == uid for r in child["metadata"].get("ownerReferences") or [])
+    ]
+
+
+def _report(body: Mapping[str, Any], outcome: Outcome) -> None:
+    if not outcome.valid and outcome.status is not None:  # once per change, not on every event
+        kopf.warn(dict(body), reason="SpecInvalid", message="; ".join(outcome.errors))
+
+
+def _key(body: Mapping[str, Any]) -> tuple[str, str]:
+    return (body["metadata"].get("namespace", "default"), body["metadata"]["name"])
+
+
+def _lock(memo: kopf.Memo, key: tuple[str, str]) -> asyncio.Lock:
+    """One pass at a time per supervisor (its own event, its children's, the periodic loop's): a pass
+    starts from what the one before it wrote, never alongside it."""
+    locks: dict[tuple[str, str], asyncio.Lock] = memo.locks
+    return locks.setdefault(key, asyncio.Lock())
+
+
+def _latest(memo: kopf.Memo, body: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of the supervisor with the newest status known: the one this operator wrote last, until
+    the watch delivers it (a pass that started from an older copy would write the same status again)."""
+    latest = copy.deepcopy(dict(body))
+    written = memo.statuses.get(_key(body))
+    if written is not None and written[0] == latest["metadata"].get("uid"):
+        latest["status"] = copy.deepcopy(written[1])
+    return latest
+
+
+def _remember(memo: kopf.Memo, body: Mapping[str, Any], patch: dict[str, Any]) -> None:
+    merged = {**(body.get("status") or {}), **patch}
+    memo.statuses[_key(body)] = (body["metadata"].get("uid"), {k: v for k, v in merged.items() if v is not None})
+
+
+async def _write_status(memo: kopf.Memo, body: Mapping[str, Any], patch: dict[str, Any]) -> None:
     reconciler = _reconciler(memo)
-    outcome = await asyncio.to_thread(reconciler.reconcile, parent)
+    namespace, name = _key(body)
+    await asyncio.to_thread(reconciler.kube.patch_status, namespace, name, patch)
+    _remember(memo, body, patch)
+
+
+async def _full_pass(memo: kopf.Memo, body: dict[str, Any], owned: list[dict[str, Any]]) -> None:
+    """Apply what is missing or drifted, prune what is stale, write the status when it changed. An API
+    error is retried by the periodic loop after RETRY_DELAY_S, from the watches' state at that time."""
+    outcome = await asyncio.to_thread(_reconciler(memo).reconcile, body, owned=owned)
+    key = _key(body)
     if outcome.status is not None:
-        meta = parent["metadata"]
-        await asyncio.to_thread(reconciler.kube.patch_status, meta["namespace"], meta["name"], outcome.status)
+        try:
+            await _write_status(memo, body, outcome.status)
+        except ApiException as exc:
+            outcome.api_error = outcome.api_error or f"Kubernetes API error {exc.status}: {exc.reason}"
+    _report(body, outcome)
+    retries: dict[tuple[str, str], float] = memo.retries
+    if outcome.api_error:
+        log.warning("pass for %s/%s failed (%s); retrying in %.0f s", *key, outcome.api_error, RETRY_DELAY_S)
+        retries[key] = time.monotonic() + RETRY_DELAY_S
+    else:
+        retries.pop(key, None)
+
+
+async def _converge(memo: kopf.Memo, body: Mapping[str, Any], *indexes: kopf.Index, force: bool = False) -> None:
+    """The one entry to a full pass: under the supervisor's lock, from its newest known state, and only
+    when something differs (`force`: a child was deleted, whatever the watches say)."""
+    reconciler = _reconciler(memo)
+    async with _lock(memo, _key(body)):
+        parent = _latest(memo, body)
+        owned = _owned(parent, *indexes)
+        if not force and reconciler.settled(parent, owned):
+            if reconciler.metrics is not None:
+                reconciler.metrics.passes.labels("settled").inc()
+            return
+        await _full_pass(memo, parent, owned)
+
+
+@kopf.on.event(*RESOURCE)
+async def supervisor_changed(
+    event: kopf.RawEvent,
+    body: kopf.Body,
+    memo: kopf.Memo,
+    pool_deployments: kopf.Index,
+    pool_config_maps: kopf.Index,
+    **_: Any,
+) -> None:
+    """Level-triggered: every event of a supervisor (created, changed, seen again after a restart, or
+    its own status written) compares what is with what should be, and writes only the difference.
+    Nothing of kopf's is stored on the object (no annotations, no finalizer)."""
+    if event.get("type") == "DELETED" or body.metadata.get("deletionTimestamp"):
+        return
+    await _converge(memo, body, pool_deployments, pool_config_maps)
 
 
 @kopf.on.event("apps", "v1", "deployments", labels={MANAGED_BY: "fairway"})
 @kopf.on.event("v1", "configmaps", labels={MANAGED_BY: "fairway"})
 async def child_changed(
-    event: kopf.RawEvent, body: kopf.Body, memo: kopf.Memo, supervisors: kopf.Index, **_: Any
+    event: kopf.RawEvent,
+    body: kopf.Body,
+    memo: kopf.Memo,
+    supervisors: kopf.Index,
+    pool_deployments: kopf.Index,
+    pool_config_maps: kopf.Index,
+    **_: Any,
 ) -> None:
     """A child deleted or edited by hand comes back; our own applies never count as drift."""
+    _reconciler(memo).seen(str(body.metadata.namespace), str(body.get("kind")), str(body.metadata.name))
     owner = next((r for r in body.metadata.get("ownerReferences", []) if r.get("kind") == KIND), None)
     if owner is None:
         return
@@ -126,33 +231,15 @@ async def child_changed(
         return  # the supervisor is gone (garbage collection removes the child) or it is not ours
     if parent["metadata"].get("deletionTimestamp"):
         return
-    if event.get("type") == "DELETED" or _child_drifted(_reconciler(memo), parent, dict(body)):
-        await _repair(memo, parent)
+    await _converge(memo, parent, pool_deployments, pool_config_maps, force=event.get("type") == "DELETED")
 
 
-def _child_drifted(reconciler: Reconciler, parent: dict[str, Any], child: dict[str, Any]) -> bool:
-    report = reconciler.specs.report(parent)
-    if report.spec is None:
-        return False  # invalid specs leave the children alone
-    rendered = reconciler.specs.children(parent, report.spec, reconciler.default_image)
-    kind, name = child.get("kind"), child["metadata"]["name"]
-    pool = next((c for c in rendered for obj in c.objects if obj["kind"] == kind and c.name == name), None)
-    if pool is None:
-        return True  # no longer desired: the pass prunes it
-    if kind == "Deployment" and POOL_KEY not in (child["metadata"].get("labels") or {}):
-        return True
-    wanted = pool.config_map if kind == "ConfigMap" else pool.deployment
-    if kind == "Deployment":
-        # Replicas the balancer set are not drift; replicas outside what the spec allows are.
-        current = {pool.pool.name: (child.get("spec") or {}).get("replicas") or 0}
-        replicas = initial_replicas(report.spec, current)[pool.pool.name]
-        wanted = {**wanted, "spec": {**wanted["spec"], "replicas": replicas}}
-    return drifted(wanted, child)
-
-
-async def _balance_and_refresh(memo: kopf.Memo, index: kopf.Index, children: kopf.Index) -> None:
+async def _balance_and_refresh(
+    memo: kopf.Memo, index: kopf.Index, deployments: kopf.Index, config_maps: kopf.Index
+) -> None:
     """Every tick (a second): the scaling poll over every resized supervisor (one pipelined read per
-    Redis, fairway_operator.scaling); every STATUS_INTERVAL_S: each supervisor's status pass.
+    Redis, fairway_operator.scaling), and a full pass for each supervisor whose last one met an API
+    error and is due again; every STATUS_INTERVAL_S: each supervisor's status pass.
 
     Status passes run concurrently (PASS_CONCURRENCY at a time, in their own threads), so hundreds of
     supervisors keep their intervals; one supervisor's trouble never holds up the others. The poll
@@ -166,25 +253,20 @@ async def _balance_and_refresh(memo: kopf.Memo, index: kopf.Index, children: kop
     loop = asyncio.get_running_loop()
     running: set[tuple[str, str]] = set()
     polling: asyncio.Future[Any] | None = None
+    retries: dict[tuple[str, str], float] = memo.retries
 
     def owned_by(key: tuple[str, str], body: dict[str, Any]) -> list[dict[str, Any]]:
-        uid = body["metadata"].get("uid")
-        return [
-            dep
-            for dep in children.get(key) or []
-            if any(r.get("uid") == uid for r in dep["metadata"].get("ownerReferences") or [])
-        ]
+        return [d for d in _owned(body, deployments) if d["kind"] == "Deployment"]
 
     async def visit(key: tuple[str, str], body: dict[str, Any]) -> None:
         try:
-            outcome = await loop.run_in_executor(
-                pool, functools.partial(reconciler.reconcile, body, apply=False, owned=owned_by(key, body))
-            )
-            if outcome.status is not None:
-                meta = body["metadata"]
-                await loop.run_in_executor(
-                    pool, reconciler.kube.patch_status, meta["namespace"], meta["name"], outcome.status
+            async with _lock(memo, key):
+                latest = _latest(memo, body)
+                outcome = await loop.run_in_executor(
+                    pool, functools.partial(reconciler.reconcile, latest, apply=False, owned=owned_by(key, latest))
                 )
+                if outcome.status is not None:
+                    await _write_status(memo, latest, outcome.status)
         except Exception as exc:
             log.warning("periodic pass for %s/%s failed: %s", key[0], key[1], exc)
         finally:
@@ -203,6 +285,13 @@ async def _balance_and_refresh(memo: kopf.Memo, index: kopf.Index, children: kop
                 spec = reconciler.specs.report(body).spec
                 if spec is not None and spec.policy.resized:
                     resized.append(Supervised(body, spec, owned_by(key, body)))
+                if key in retries and retries[key] <= now and key not in running:
+                    running.add(key)
+                    retries[key] = now + RETRY_DELAY_S  # (a pass still failing is retried again later)
+                    task = asyncio.create_task(_retry(memo, running, body, deployments, config_maps))
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+                    continue
                 due_status = now - refreshed.get(key, 0) >= getattr(memo, "status_interval_s", STATUS_INTERVAL_S)
                 if not due_status or key in running:
                     continue
@@ -213,8 +302,11 @@ async def _balance_and_refresh(memo: kopf.Memo, index: kopf.Index, children: kop
                 task.add_done_callback(tasks.discard)
             if resized and (polling is None or polling.done()):
                 polling = loop.run_in_executor(poller, scaler.poll, resized)
-            for gone in set(refreshed) - set(index):
+            for gone in (set(refreshed) | set(retries) | set(memo.statuses)) - set(index):
                 refreshed.pop(gone, None)
+                retries.pop(gone, None)
+                memo.statuses.pop(gone, None)
+                memo.locks.pop(gone, None)
                 reconciler.planners.forget(*gone)
                 if reconciler.metrics is not None:
                     reconciler.metrics.forget(gone)
@@ -223,3 +315,10 @@ async def _balance_and_refresh(memo: kopf.Memo, index: kopf.Index, children: kop
             task.cancel()
         pool.shutdown(wait=False, cancel_futures=True)
         poller.shutdown(wait=False, cancel_futures=True)
+
+
+async def _retry(memo: kopf.Memo, running: set[tuple[str, str]], body: dict[str, Any], *indexes: kopf.Index) -> None:
+    try:
+        await _converge(memo, body, *indexes, force=True)
+    finally:
+        running.discard(_key(body))

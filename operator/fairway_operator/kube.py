@@ -39,22 +39,14 @@ class Kube:
     # -- children --------------------------------------------------------------------------------
 
     def apply(self, obj: dict[str, Any]) -> None:
-        """Server-side apply. A real API server creates missing objects on apply; a 404 (from servers
-        or test doubles that do not) falls back to a create."""
+        """Server-side apply: creates the object when missing (RBAC: `patch` and `create`), else
+        sets exactly the fields this manager owns."""
         meta = obj["metadata"]
-        name, namespace, kind = meta["name"], meta["namespace"], obj["kind"]
-        patch: Any
-        create: Any
-        patch, create = {
-            "Deployment": (self.apps.patch_namespaced_deployment, self.apps.create_namespaced_deployment),
-            "ConfigMap": (self.core.patch_namespaced_config_map, self.core.create_namespaced_config_map),
-        }[kind]
-        try:
-            patch(name, namespace, obj, field_manager=FIELD_MANAGER, force=True, _content_type=APPLY)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
-            create(namespace, obj, field_manager=FIELD_MANAGER)
+        patch: Any = {
+            "Deployment": self.apps.patch_namespaced_deployment,
+            "ConfigMap": self.core.patch_namespaced_config_map,
+        }[obj["kind"]]
+        patch(meta["name"], meta["namespace"], obj, field_manager=FIELD_MANAGER, force=True, _content_type=APPLY)
 
     def owned(
         self, namespace: str, supervisor: str, kinds: tuple[str, ...] = ("Deployment", "ConfigMap")

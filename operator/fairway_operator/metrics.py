@@ -77,7 +77,10 @@ class OperatorMetrics(Collector):
         self._snapshots: dict[Key, Snapshot] = {}
         self._lock = threading.Lock()
         self.passes = Counter(
-            "fairway_reconcile_passes", "Reconcile passes, by kind (full or observe)", ["kind"], registry=self.registry
+            "fairway_reconcile_passes",
+            "Reconcile passes, by kind: full, observe, or settled (a supervisor's event found nothing to write)",
+            ["kind"],
+            registry=self.registry,
         )
         self.errors = Counter(
             "fairway_reconcile_errors",

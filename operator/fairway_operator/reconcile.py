@@ -28,6 +28,7 @@ from fairway.queue.connection import CONNECTION_ERRORS, RedisClient, connect
 from fairway.resource.manifests import ValidationReport, validate_spec
 from fairway.resource.spec import QueueSupervisorSpec
 from fairway_operator.desired import DEFAULT_IMAGE, POOL_KEY, PoolChildren, all_objects, desired
+from fairway_operator.drift import to_apply
 from fairway_operator.kube import Kube, names_of
 from fairway_operator.metrics import OperatorMetrics
 from fairway_operator.report import Observations, PoolObservation, Scaled, build_status, parse_status
@@ -92,14 +93,16 @@ class SpecCache:
                 self._reports[key] = found
         return found
 
-    def children(self, body: Mapping[str, Any], spec: QueueSupervisorSpec, image: str) -> list[PoolChildren]:
-        """Children at each pool's initial size: for drift checks, which compare everything but the
-        replicas the balancer owns."""
-        key = (*self._key(body), image)
+    def children(
+        self, body: Mapping[str, Any], spec: QueueSupervisorSpec, image: str, current: Mapping[str, int]
+    ) -> list[PoolChildren]:
+        """The rendered children, their replicas kept where the balancer put them (`current`, by pool)
+        within the spec's limits."""
+        key = (*self._key(body), image, tuple(sorted(current.items())))
         with self._lock:
             found = self._children.get(key)
         if found is None:
-            found = desired(body, spec, {}, image)
+            found = desired(body, spec, current, image)
             with self._lock:
                 self._children[key] = found
         return found
@@ -151,6 +154,10 @@ class Reconciler:
         self._scaled: dict[tuple[str, str], dict[str, Scaled]] = {}
         self._scaled_lock = threading.Lock()
         self._secrets: dict[tuple[str, str, str], tuple[float, str]] = {}
+        # Children applied whose watch event has not come back yet: (namespace, kind, name) -> what was
+        # applied. A pass that runs before the watch catches up does not apply them again.
+        self._in_flight: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self._in_flight_lock = threading.Lock()
 
     # -- Redis -----------------------------------------------------------------------------------
 
@@ -206,6 +213,32 @@ class Reconciler:
 
     # -- the pass --------------------------------------------------------------------------------
 
+    def seen(self, namespace: str, kind: str, name: str) -> None:
+        """A child's watch event arrived: from now on the watch's copy of it is the truth."""
+        with self._in_flight_lock:
+            self._in_flight.pop((namespace, kind, name), None)
+
+    def _missing_or_drifted(self, objects: list[dict[str, Any]], owned: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        with self._in_flight_lock:
+            applied = dict(self._in_flight)
+        return [
+            obj
+            for obj in to_apply(objects, owned)
+            if applied.get((obj["metadata"]["namespace"], obj["kind"], obj["metadata"]["name"])) != obj
+        ]
+
+    def settled(self, body: Mapping[str, Any], owned: list[dict[str, Any]], *, status: bool = True) -> bool:
+        """Nothing to write: every child there and as rendered, none stale, and (`status`) the status
+        written for this generation. Reads only what the caller passes (the watches' state)."""
+        meta = body["metadata"]
+        if status and (body.get("status") or {}).get("observedGeneration") != meta.get("generation"):
+            return False
+        spec = self.specs.report(body).spec
+        if spec is None:
+            return True  # an invalid spec leaves the children alone
+        objects = all_objects(self.specs.children(body, spec, self.default_image, replicas_by_pool(owned)))
+        return not self._missing_or_drifted(objects, owned) and names_of(owned) <= names_of(objects)
+
     def reconcile(
         self,
         body: Mapping[str, Any],
@@ -215,8 +248,9 @@ class Reconciler:
     ) -> Outcome:
         """The whole pass (`apply`), or, from the periodic loop, observe + rebalance + scale only.
 
-        `owned`: the supervisor's Deployments as a kopf index already holds them (observe passes), so
-        the periodic loop reads nothing from the API server; None lists them.
+        `owned`: the supervisor's children as the operator's watches already hold them (kopf indexes),
+        so a pass reads nothing from the API server; None lists them (a caller without watches).
+        A full pass applies only the children that are missing or differ from what it renders.
         """
         if self.metrics is None:
             return self._pass(body, apply=apply, owned=owned)
@@ -241,13 +275,10 @@ class Reconciler:
         pool_obs: list[PoolObservation] = []
         scaled = self.take_scaled((namespace, name))
         try:
-            if owned is None or apply:
+            if owned is None:
                 owned = self.kube.owned(namespace, name, ("Deployment", "ConfigMap") if apply else ("Deployment",))
             deployments = [o for o in owned if o["kind"] == "Deployment"]
-            current = {
-                (o["metadata"].get("annotations") or {}).get(POOL_KEY, ""): o["spec"].get("replicas") or 0
-                for o in deployments
-            }
+            current = replicas_by_pool(deployments)
             ready = {o["metadata"]["name"]: (o.get("status") or {}).get("availableReplicas") or 0 for o in deployments}
             stats, figures, redis_error = self.observe_redis(namespace, spec)
             samples: dict[str, PoolSample] = pool_samples(spec, stats) if stats is not None else {}
@@ -256,7 +287,7 @@ class Reconciler:
                 # targetWait's sizing) come from here.
                 inspector = Inspector(self._redis(namespace, spec))
                 self.runtimes[(namespace, name)] = inspector.average_runtimes_ms(served_names(spec))
-            children = desired(body, spec, current, self.default_image)
+            children = self.specs.children(body, spec, self.default_image, current)
             if apply:
                 self._apply(namespace, meta.get("uid"), children, owned)
             else:
@@ -298,14 +329,26 @@ class Reconciler:
         self, namespace: str, uid: str | None, children: list[PoolChildren], owned: list[dict[str, Any]]
     ) -> None:
         objects = all_objects(children)
-        for obj in objects:
+        ours = [
+            o for o in owned if not uid or any(r.get("uid") == uid for r in o["metadata"].get("ownerReferences") or [])
+        ]
+        for obj in self._missing_or_drifted(objects, ours):  # (a same-named child of another owner becomes ours)
             self.kube.apply(obj)
+            with self._in_flight_lock:
+                self._in_flight[(namespace, obj["kind"], obj["metadata"]["name"])] = obj
         keep = names_of(objects)
-        for obj in owned:
-            refs = obj["metadata"].get("ownerReferences") or []
-            ours = not uid or any(r.get("uid") == uid for r in refs)
-            if ours and (obj["kind"], obj["metadata"]["name"]) not in keep:
+        for obj in ours:
+            if (obj["kind"], obj["metadata"]["name"]) not in keep:
                 self.kube.delete(obj["kind"], namespace, obj["metadata"]["name"])
+
+
+def replicas_by_pool(owned: list[dict[str, Any]]) -> dict[str, int]:
+    """Each pool's replicas as its Deployment has them (the balancer's, or a person's)."""
+    return {
+        (o["metadata"].get("annotations") or {}).get(POOL_KEY, ""): (o.get("spec") or {}).get("replicas") or 0
+        for o in owned
+        if o.get("kind") == "Deployment"
+    }
 
 
 _URL_FIX = "write it as redis://host:6379/0, rediss://... or unix:///path"

@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import jsonpatch
@@ -82,6 +82,25 @@ class Emulator(kmock.KubernetesEmulator):  # type: ignore[misc]
     async def _handle(self, request: kmock.Request) -> Any:
         REQUESTS.append(requested(request))
         data, rv = request.data, str(next(self._rv))
+        if self._applies_a_missing_object(request):
+            # Server-side apply creates what is missing, as a real server does; its RBAC check then asks
+            # for `create` as well as `patch` (the apiserver's patch handler authorizes the create).
+            REQUESTS.append(replace(REQUESTS[-1], verb="create"))
+            async with self._lock:
+                created = {**copy.deepcopy(data), "metadata": {**data.get("metadata", {}), "resourceVersion": rv}}
+                created["metadata"].setdefault("uid", str(uuid.uuid4()))
+                created["metadata"].setdefault("generation", 1)
+                created["metadata"].setdefault("creationTimestamp", datetime.datetime.now(datetime.UTC).isoformat())
+                created["metadata"].setdefault("namespace", request.namespace)
+                key = (request.resource, request.namespace, request.name)
+                if key not in self._objects:
+                    self._objects[key] = created
+                else:
+                    self._objects[key].create(created)
+                created = self._objects[key].last.raw
+                await self._buses[request.resource].put({"type": "ADDED", "object": created})
+            self.writes.append((time.monotonic(), "create", request.resource.plural, request.name, copy.deepcopy(data)))
+            return await self._respond(created)
         if request.action in (kmock.action.CREATE, kmock.action.UPDATE, kmock.action.DELETE):
             plural = getattr(request.resource, "plural", str(request.resource))
             self.writes.append((time.monotonic(), str(request.action), plural, request.name, copy.deepcopy(data)))
@@ -106,6 +125,34 @@ class Emulator(kmock.KubernetesEmulator):  # type: ignore[misc]
             return await super()._handle(request)
         except jsonpatch.JsonPatchTestFailed as e:
             raise kmock.KubernetesError(status=422, reason="Invalid", message=str(e)) from e
+
+    def _applies_a_missing_object(self, request: kmock.Request) -> bool:
+        if request.action != kmock.action.UPDATE or request.name is None or not isinstance(request.data, dict):
+            return False
+        if "apply-patch" not in str(request.headers.get("Content-Type", "")):
+            return False
+        found = self._objects._objects.get((request.resource, request.namespace, request.name))
+        return found is None or bool(found.deleted)
+
+    async def _respond(self, payload: dict[str, Any]) -> Any:
+        from aiohttp import web
+
+        return web.json_response(payload, status=201)
+
+    def _KubernetesEmulator__get_objs(self, request: kmock.Request, strict: bool) -> list[Any]:
+        """kmock scans every stored object for every request; a request naming its object (a get, a
+        patch, a delete) is one lookup here, so a thousand supervisors do not make each request slow."""
+        objects = self._objects._objects
+        if request.name is not None and (strict or request.namespace is not None):
+            found = objects.get((request.resource, request.namespace, request.name))
+            return [found] if found is not None else []
+        return [
+            obj
+            for (resource, namespace, name), obj in objects.items()
+            if resource == request.resource
+            and (namespace == request.namespace if strict else request.namespace in (None, namespace))
+            and request.name in (None, name)
+        ]
 
     async def _serve_version(self, request: kmock.Request) -> Any:
         # A real server names the core group's version "v1"; kmock 0.8 says "/v1", which kubectl rejects.

@@ -10,7 +10,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from fairway_operator.rbac import CLUSTER_ONLY_RULES, RULES, SECRET_RULE, rules_yaml
+from fairway_operator.rbac import CLUSTER_ONLY_RULES, PEERING_RULES, RULES, SECRET_RULE, rules_yaml
 
 ROOT = Path(__file__).resolve().parents[3]
 CHART = ROOT / "charts" / "fairway"
@@ -169,6 +169,12 @@ def test_rbac_grants_exactly_the_operators_verbs() -> None:
     assert cluster_role["rules"] == [*RULES, named_secret, *CLUSTER_ONLY_RULES]
     for role in by_kind(render({"watchNamespaces": ["a"]}), "Role"):
         assert role["rules"] == [*RULES, named_secret]
+    # kopf's peering only with more than one replica: per namespace, or cluster-wide
+    two = {"replicaCount": 2}
+    clusterwide = [*RULES, named_secret, *CLUSTER_ONLY_RULES, PEERING_RULES["clusterwide"]]
+    assert operator_role(render(two))["rules"] == clusterwide
+    for role in by_kind(render({**two, "watchNamespaces": ["a"]}), "Role"):
+        assert role["rules"] == [*RULES, named_secret, PEERING_RULES["namespaced"]]
     no_secrets = operator_role(render({"redisSecrets": {"names": []}}))
     assert not any("secrets" in rule["resources"] for rule in no_secrets["rules"])
     granted = {

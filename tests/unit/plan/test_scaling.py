@@ -80,6 +80,17 @@ def test_a_pool_at_zero_wakes_at_its_first_job_at_once() -> None:
     assert (change.before, change.after, change.reason) == (0, 1, "wake")
 
 
+def test_a_pool_whose_deployment_is_not_there_yet_is_left_out_until_it_is() -> None:
+    """The operator polls a new supervisor while its Deployments are still being created: the
+    pools it has no size for yet are skipped (this raised KeyError for every new supervisor)."""
+    planner = Planner(RULES, {"a": 1})
+    busy = {"a": PoolSample(8, 40), "b": PoolSample(8, 40)}
+    changes = run(planner, busy, 4)
+    assert [c[1:] for c in changes] == [(1, 6)] and set(planner.replicas) == {"a"}
+    planner.sync({"a": 6, "b": 1})
+    assert [c[1:] for c in run(planner, busy, 4, start=4)] == [(1, 6)]
+
+
 def test_growth_needs_demand_that_persisted_for_a_cooldown() -> None:
     planner = Planner(RULES, {"a": 1})
     run(planner, {"a": PoolSample(8, 0)}, 5)

@@ -150,8 +150,11 @@ class Planner:
                 track.replicas = n
 
     def step(self, now: float, samples: Mapping[str, PoolSample]) -> list[Change]:
-        """Record one look at every pool (pools without a sample are held as they are) and decide."""
+        """Record one look at every pool (pools without a sample are held as they are) and decide.
+        A sample for a pool with no size yet (its Deployment not created or not seen yet) is left out:
+        there is nothing to resize until it exists."""
         rules = self.rules
+        samples = {name: sample for name, sample in samples.items() if name in self.tracks}
         keep = max(rules.cooldown_s, rules.scale_down_delay_s)
         for name, sample in samples.items():
             track = self.tracks[name]
