@@ -92,7 +92,7 @@ def _run_kopf(args: argparse.Namespace) -> int:
     try:
         if args.metrics_port:
             metrics.serve(args.metrics_port)
-        memo = kopf.Memo(worker_image=args.worker_image, metrics=metrics)
+        memo = kopf.Memo(worker_image=args.worker_image, metrics=metrics, namespaces=tuple(args.namespace or ()))
         asyncio.run(
             kopf.operator(
                 clusterwide=args.all_namespaces,

@@ -1,11 +1,11 @@
 """kopf handlers: thin. Each calls the one reconcile pass and writes its status once.
 
-Every handler is an event handler over watches and indexes (level-triggered, as controllers are): a
-pass compares the supervisor's children, as the watches hold them, with what it renders, and writes
-only the difference; a supervisor whose children and status are as they should be costs no request,
-after a restart too. kopf stores nothing on the object: no annotations, no finalizer (deleting one
-never hangs, even with the operator down; its children go by ownerReference garbage collection).
-Scaling, status refresh and retries are one loop over the indexes.
+Every handler is an event handler (level-triggered, as controllers are): a pass compares the
+supervisor's children, as the watches last saw them (fairway_operator.watched), with what it renders,
+and writes only the difference; a supervisor whose children and status are as they should be costs no
+request, after a restart too. kopf stores nothing on the object: no annotations, no finalizer (deleting
+one never hangs, even with the operator down; its children go by ownerReference garbage collection).
+Scaling, status refresh and retries are one loop over what the watches saw.
 """
 
 from __future__ import annotations
@@ -22,12 +22,13 @@ from typing import Any
 import kopf
 from kubernetes.client import ApiException
 
-from fairway.resource.spec import API_GROUP, API_VERSION, KIND, PLURAL
+from fairway.resource.spec import API_GROUP, API_VERSION, PLURAL
 from fairway_operator.desired import DEFAULT_IMAGE, MANAGED_BY
 from fairway_operator.kube import Kube
 from fairway_operator.reconcile import Outcome, Reconciler
 from fairway_operator.scaling import Scaler, Supervised
-from fairway_operator.settings import configure_persistence
+from fairway_operator.settings import configure_persistence, configure_scanning
+from fairway_operator.watched import Watched, owner_of
 
 log = logging.getLogger("fairway.operator")
 RESOURCE = (API_GROUP, API_VERSION, PLURAL)
@@ -49,19 +50,17 @@ def _reconciler(memo: kopf.Memo) -> Reconciler:
 
 
 @kopf.on.startup()
-async def startup(
-    settings: kopf.OperatorSettings,
-    memo: kopf.Memo,
-    supervisors: kopf.Index,
-    pool_deployments: kopf.Index,
-    pool_config_maps: kopf.Index,
-    **_: Any,
-) -> None:
+async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+    """Before any handler runs: kopf's settings, and the children as they are (one list per kind)."""
     configure_persistence(settings)
+    configure_scanning(settings)
     settings.posting.level = logging.WARNING
-    _reconciler(memo)
+    reconciler = _reconciler(memo)
+    memo.watched = Watched()
+    namespaces = tuple(getattr(memo, "namespaces", None) or ())
+    memo.watched.fill(await asyncio.to_thread(reconciler.kube.children, namespaces))
     memo.retries, memo.statuses, memo.locks = {}, {}, {}
-    memo.loop_task = asyncio.create_task(_balance_and_refresh(memo, supervisors, pool_deployments, pool_config_maps))
+    memo.loop_task = asyncio.create_task(_balance_and_refresh(memo))
 
 
 @kopf.on.cleanup()
@@ -70,55 +69,6 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
     if task is not None:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-
-
-@kopf.index(*RESOURCE)
-def supervisors(body: kopf.Body, namespace: str, name: str, **_: Any) -> dict[tuple[str, str], dict[str, Any]]:
-    """Every supervisor's latest body, for the balancing loop and for drift checks on child events."""
-    return {(namespace, name): copy.deepcopy(dict(body))}
-
-
-def _child(body: kopf.Body, kind: str) -> tuple[tuple[str, str], dict[str, Any]] | None:
-    """A child as the indexes keep it: what drift checks compare and the periodic loop observes (no
-    managedFields, no status beyond the ready counts), keyed by its owning supervisor."""
-    owner = next((r for r in body.metadata.get("ownerReferences", []) if r.get("kind") == KIND), None)
-    if owner is None:
-        return None
-    meta = {k: copy.deepcopy(body.metadata.get(k)) for k in ("name", "labels", "annotations", "ownerReferences")}
-    kept: dict[str, Any] = {"kind": kind, "metadata": meta}
-    if kind == "ConfigMap":
-        kept["data"] = copy.deepcopy(dict(body.get("data") or {}))
-    else:
-        kept["spec"] = copy.deepcopy(dict(body.spec))
-        kept["status"] = {k: body.status.get(k) for k in ("availableReplicas", "readyReplicas")}
-    return (str(body.metadata.namespace), owner["name"]), kept
-
-
-@kopf.index("apps", "v1", "deployments", labels={MANAGED_BY: "fairway"})
-def pool_deployments(body: kopf.Body, **_: Any) -> dict[tuple[str, str], dict[str, Any]] | None:
-    """Each supervisor's pool Deployments as the watch last saw them."""
-    found = _child(body, "Deployment")
-    return dict([found]) if found else None
-
-
-@kopf.index("v1", "configmaps", labels={MANAGED_BY: "fairway"})
-def pool_config_maps(body: kopf.Body, **_: Any) -> dict[tuple[str, str], dict[str, Any]] | None:
-    """Each supervisor's worker-settings ConfigMaps as the watch last saw them."""
-    found = _child(body, "ConfigMap")
-    return dict([found]) if found else None
-
-
-def _owned(body: Mapping[str, Any], *indexes: kopf.Index) -> list[dict[str, Any]]:
-    """A supervisor's children from the watches (kopf runs no handler before every index is filled
-    at start-up), only those whose ownerReference is this very supervisor (its uid)."""
-    meta = body["metadata"]
-    key, uid = (meta.get("namespace", "default"), meta["name"]), meta.get("uid")
-    return [
-        child
-        for index in indexes
-        for child in index.get(key) or []
-        if any(r.get("uid") == uid for r in child["metadata"].get("ownerReferences") or [])
-    ]
 
 
 def _report(body: Mapping[str, Any], outcome: Outcome) -> None:
@@ -178,13 +128,13 @@ async def _full_pass(memo: kopf.Memo, body: dict[str, Any], owned: list[dict[str
         retries.pop(key, None)
 
 
-async def _converge(memo: kopf.Memo, body: Mapping[str, Any], *indexes: kopf.Index, force: bool = False) -> None:
+async def _converge(memo: kopf.Memo, body: Mapping[str, Any], *, force: bool = False) -> None:
     """The one entry to a full pass: under the supervisor's lock, from its newest known state, and only
     when something differs (`force`: a child was deleted, whatever the watches say)."""
     reconciler = _reconciler(memo)
     async with _lock(memo, _key(body)):
         parent = _latest(memo, body)
-        owned = _owned(parent, *indexes)
+        owned = memo.watched.owned(parent)
         if not force and reconciler.settled(parent, owned):
             if reconciler.metrics is not None:
                 reconciler.metrics.passes.labels("settled").inc()
@@ -193,50 +143,44 @@ async def _converge(memo: kopf.Memo, body: Mapping[str, Any], *indexes: kopf.Ind
 
 
 @kopf.on.event(*RESOURCE)
-async def supervisor_changed(
-    event: kopf.RawEvent,
-    body: kopf.Body,
-    memo: kopf.Memo,
-    pool_deployments: kopf.Index,
-    pool_config_maps: kopf.Index,
-    **_: Any,
-) -> None:
+async def supervisor_changed(event: kopf.RawEvent, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     """Level-triggered: every event of a supervisor (created, changed, seen again after a restart, or
     its own status written) compares what is with what should be, and writes only the difference.
     Nothing of kopf's is stored on the object (no annotations, no finalizer)."""
-    if event.get("type") == "DELETED" or body.metadata.get("deletionTimestamp"):
+    watched: Watched = memo.watched
+    if event.get("type") == "DELETED":
+        watched.supervisor_gone(_key(body))
         return
-    await _converge(memo, body, pool_deployments, pool_config_maps)
+    watched.supervisor_seen(body)
+    if body.metadata.get("deletionTimestamp"):
+        return
+    await _converge(memo, body)
 
 
 @kopf.on.event("apps", "v1", "deployments", labels={MANAGED_BY: "fairway"})
 @kopf.on.event("v1", "configmaps", labels={MANAGED_BY: "fairway"})
-async def child_changed(
-    event: kopf.RawEvent,
-    body: kopf.Body,
-    memo: kopf.Memo,
-    supervisors: kopf.Index,
-    pool_deployments: kopf.Index,
-    pool_config_maps: kopf.Index,
-    **_: Any,
-) -> None:
+async def child_changed(event: kopf.RawEvent, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     """A child deleted or edited by hand comes back; our own applies never count as drift."""
-    _reconciler(memo).seen(str(body.metadata.namespace), str(body.get("kind")), str(body.metadata.name))
-    owner = next((r for r in body.metadata.get("ownerReferences", []) if r.get("kind") == KIND), None)
+    watched: Watched = memo.watched
+    namespace, kind, name = str(body.metadata.namespace), str(body.get("kind")), str(body.metadata.name)
+    _reconciler(memo).seen(namespace, kind, name)
+    deleted = event.get("type") == "DELETED"
+    if deleted:
+        watched.child_gone(namespace, kind, name)
+    else:
+        watched.child_seen(body, kind)
+    owner = owner_of(body)
     if owner is None:
         return
-    parents = supervisors.get((body.metadata.namespace, owner["name"]))
-    parent = next(iter(parents), None) if parents else None
+    parent = watched.supervisors.get((namespace, str(owner["name"])))
     if parent is None or parent["metadata"].get("uid") != owner.get("uid"):
         return  # the supervisor is gone (garbage collection removes the child) or it is not ours
     if parent["metadata"].get("deletionTimestamp"):
         return
-    await _converge(memo, parent, pool_deployments, pool_config_maps, force=event.get("type") == "DELETED")
+    await _converge(memo, parent, force=deleted)
 
 
-async def _balance_and_refresh(
-    memo: kopf.Memo, index: kopf.Index, deployments: kopf.Index, config_maps: kopf.Index
-) -> None:
+async def _balance_and_refresh(memo: kopf.Memo) -> None:
     """Every tick (a second): the scaling poll over every resized supervisor (one pipelined read per
     Redis, fairway_operator.scaling), and a full pass for each supervisor whose last one met an API
     error and is due again; every STATUS_INTERVAL_S: each supervisor's status pass.
@@ -255,8 +199,11 @@ async def _balance_and_refresh(
     polling: asyncio.Future[Any] | None = None
     retries: dict[tuple[str, str], float] = memo.retries
 
+    watched: Watched = memo.watched
+    index = watched.supervisors
+
     def owned_by(key: tuple[str, str], body: dict[str, Any]) -> list[dict[str, Any]]:
-        return [d for d in _owned(body, deployments) if d["kind"] == "Deployment"]
+        return watched.owned(body, "Deployment")
 
     async def visit(key: tuple[str, str], body: dict[str, Any]) -> None:
         try:
@@ -277,9 +224,11 @@ async def _balance_and_refresh(
         while True:
             await asyncio.sleep(getattr(memo, "loop_tick_s", LOOP_TICK_S))
             now = time.monotonic()
+            for key in watched.unconfirmed():  # listed at start-up, gone before the watch began
+                retries[key] = now
             resized: list[Supervised] = []
             for key in list(index):
-                body = next(iter(index.get(key) or []), None)
+                body = index.get(key)
                 if body is None or body["metadata"].get("deletionTimestamp"):
                     continue
                 spec = reconciler.specs.report(body).spec
@@ -288,7 +237,7 @@ async def _balance_and_refresh(
                 if key in retries and retries[key] <= now and key not in running:
                     running.add(key)
                     retries[key] = now + RETRY_DELAY_S  # (a pass still failing is retried again later)
-                    task = asyncio.create_task(_retry(memo, running, body, deployments, config_maps))
+                    task = asyncio.create_task(_retry(memo, running, body))
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
                     continue
@@ -317,8 +266,8 @@ async def _balance_and_refresh(
         poller.shutdown(wait=False, cancel_futures=True)
 
 
-async def _retry(memo: kopf.Memo, running: set[tuple[str, str]], body: dict[str, Any], *indexes: kopf.Index) -> None:
+async def _retry(memo: kopf.Memo, running: set[tuple[str, str]], body: dict[str, Any]) -> None:
     try:
-        await _converge(memo, body, *indexes, force=True)
+        await _converge(memo, body, force=True)
     finally:
         running.discard(_key(body))

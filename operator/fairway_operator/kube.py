@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -67,6 +68,34 @@ class Kube:
                 if all(labels.get(k) == v for k, v in wanted.items()):  # also when a server ignores selectors
                     raw["kind"] = kind
                     found.append(raw)
+        return found
+
+    def children(self, namespaces: tuple[str, ...]) -> list[dict[str, Any]]:
+        """Every Deployment and ConfigMap labelled as the operator's, in these namespaces (all when
+        empty): one list per kind (per namespace), for the start-up state of the watches."""
+        selector = f"{MANAGED_BY}=fairway"
+        client = self.apps.api_client
+        listers: list[tuple[str, Any]] = []
+        for ns in namespaces or (None,):
+            if ns is None:
+                listers += [
+                    ("Deployment", lambda: self.apps.list_deployment_for_all_namespaces(label_selector=selector)),
+                    ("ConfigMap", lambda: self.core.list_config_map_for_all_namespaces(label_selector=selector)),
+                ]
+            else:
+                listers += [
+                    (
+                        "Deployment",
+                        functools.partial(self.apps.list_namespaced_deployment, ns, label_selector=selector),
+                    ),
+                    ("ConfigMap", functools.partial(self.core.list_namespaced_config_map, ns, label_selector=selector)),
+                ]
+        found: list[dict[str, Any]] = []
+        for kind, lister in listers:
+            for item in lister().items:
+                raw = client.sanitize_for_serialization(item)
+                if ((raw.get("metadata") or {}).get("labels") or {}).get(MANAGED_BY) == "fairway":
+                    found.append({**raw, "kind": kind})
         return found
 
     def delete(self, kind: str, namespace: str, name: str) -> None:

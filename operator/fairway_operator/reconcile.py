@@ -154,6 +154,8 @@ class Reconciler:
         self._scaled: dict[tuple[str, str], dict[str, Scaled]] = {}
         self._scaled_lock = threading.Lock()
         self._secrets: dict[tuple[str, str, str], tuple[float, str]] = {}
+        self._secret_locks: dict[tuple[str, str, str], threading.Lock] = {}
+        self._secret_locks_lock = threading.Lock()
         # Children applied whose watch event has not come back yet: (namespace, kind, name) -> what was
         # applied. A pass that runs before the watch catches up does not apply them again.
         self._in_flight: dict[tuple[str, str, str], dict[str, Any]] = {}
@@ -179,12 +181,15 @@ class Reconciler:
         ref = spec.redis.secret_ref
         assert ref is not None  # the spec rules require exactly one of url and secretRef
         key = (namespace, ref.name, ref.key)
-        cached = self._secrets.get(key)
-        if cached is not None and time.monotonic() - cached[0] < SECRET_CACHE_S:
-            return cached[1]
-        url = self.kube.secret_value(namespace, ref.name, ref.key)
-        self._secrets[key] = (time.monotonic(), url)
-        return url
+        with self._secret_locks_lock:
+            lock = self._secret_locks.setdefault(key, threading.Lock())
+        with lock:  # passes of supervisors sharing a Secret, missing the cache together, read it once
+            cached = self._secrets.get(key)
+            if cached is not None and time.monotonic() - cached[0] < SECRET_CACHE_S:
+                return cached[1]
+            url = self.kube.secret_value(namespace, ref.name, ref.key)
+            self._secrets[key] = (time.monotonic(), url)
+            return url
 
     def _redis(self, namespace: str, spec: QueueSupervisorSpec) -> RedisClient:
         return self.redis.client(self.redis_url(namespace, spec), spec.redis.cluster)

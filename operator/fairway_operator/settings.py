@@ -22,3 +22,10 @@ def configure_persistence(settings: kopf.OperatorSettings) -> None:
     )
     # No handler of ours needs a finalizer (deletion must never hang); name it ours all the same.
     settings.persistence.finalizer = f"{ANNOTATION_PREFIX}/finalizer"
+
+
+def configure_scanning(settings: kopf.OperatorSettings) -> None:
+    """Watching named namespaces, kopf would also list and watch every Namespace and CRD to follow them
+    coming and going, which the chart's Roles cannot grant (they are cluster-scoped): it only logs a
+    warning and carries on. Scanning is therefore off unless every namespace is watched."""
+    settings.scanning.disabled = not settings.peering.clusterwide

@@ -205,6 +205,17 @@ def declare_resources(emulator: Emulator) -> None:
     emulator.resources["v1/pods"] = R(kind="Pod", singular="pod", namespaced=True, verbs=VERBS)
     emulator.resources["v1/events"] = R(kind="Event", singular="event", namespaced=True, verbs=VERBS)
     emulator.resources["v1/namespaces"] = R(kind="Namespace", singular="namespace", namespaced=False, verbs=VERBS)
+    # What a real server also serves, and kopf uses: CRDs (followed when every namespace is watched) and
+    # its peering objects (with more than one operator replica).
+    emulator.resources["apiextensions.k8s.io/v1/customresourcedefinitions"] = R(
+        kind="CustomResourceDefinition", singular="customresourcedefinition", namespaced=False, verbs=VERBS
+    )
+    emulator.resources["kopf.dev/v1/kopfpeerings"] = R(
+        kind="KopfPeering", singular="kopfpeering", namespaced=True, verbs=VERBS
+    )
+    emulator.resources["kopf.dev/v1/clusterkopfpeerings"] = R(
+        kind="ClusterKopfPeering", singular="clusterkopfpeering", namespaced=False, verbs=VERBS
+    )
 
 
 @pytest_asyncio.fixture
@@ -216,16 +227,22 @@ async def k8s() -> AsyncIterator[Emulator]:
 
 
 @contextlib.asynccontextmanager
-async def running_operator(k8s: Emulator | str, **memo: Any) -> AsyncIterator[threading.Thread]:
-    """kopf in its own thread and loop: kopf cancels every task of its loop on exit."""
+async def running_operator(
+    k8s: Emulator | str, *, namespaces: tuple[str, ...] = (), peering: str | None = None, **memo: Any
+) -> AsyncIterator[threading.Thread]:
+    """kopf in its own thread and loop: kopf cancels every task of its loop on exit. Every namespace is
+    watched unless `namespaces` names some; `peering` names kopf's peering object (as with more than one
+    operator replica), else the operator runs standalone."""
     stop, ready = threading.Event(), threading.Event()
     url = k8s if isinstance(k8s, str) else str(k8s.url).rstrip("/")
-    settings = {"kmock_url": url, "loop_tick_s": 0.2, "status_interval_s": 1.0, **memo}
+    settings = {"kmock_url": url, "loop_tick_s": 0.2, "status_interval_s": 1.0, "namespaces": namespaces, **memo}
     thread = threading.Thread(
         target=lambda: asyncio.run(
             kopf.operator(
-                clusterwide=True,
-                standalone=True,
+                clusterwide=not namespaces,
+                namespaces=namespaces,
+                standalone=peering is None,
+                peering_name=peering,
                 stop_flag=stop,
                 ready_flag=ready,
                 memo=kopf.Memo(**settings),

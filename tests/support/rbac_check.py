@@ -11,6 +11,10 @@ from typing import Any
 
 from support.kopf_kmock import Requested
 
+# Kept across the operator tests of one session (tests/integration/operator/conftest.py fills them):
+USED: set[tuple[str, str, str]] = set()  # (verb, API group, resource) the operator requested
+RAN: set[str] = set()  # node ids of the operator tests that ran
+
 
 def grants(rules: Iterable[dict[str, Any]], request: Requested, *, cluster_role: bool) -> bool:
     if not request.resource:

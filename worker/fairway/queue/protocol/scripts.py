@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
+import weakref
 from importlib import resources
 from typing import Any
 
@@ -104,12 +106,26 @@ def complete_source(name: str) -> str:
     )
 
 
+_REGISTERED: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+_REGISTERED_LOCK = threading.Lock()
+
+
+def _registered(client: RedisClient) -> dict[str, Any]:
+    """Each client's registered scripts, made once: the operator opens views on one client for every
+    supervisor's pass, and registering hashes every script's source again."""
+    with _REGISTERED_LOCK:
+        found = _REGISTERED.get(client)
+        if found is None:
+            found = _REGISTERED[client] = {name: client.register_script(source(name)) for name in NAMES}
+        return found
+
+
 class Scripts:
     """The scripts registered with one client; `run` one call, or queue it on a pipeline."""
 
     def __init__(self, client: RedisClient) -> None:
         self.client = client
-        self._registered = {name: client.register_script(source(name)) for name in NAMES}
+        self._registered = _registered(client)
         self._hot: HotLine | None = None
 
     def run(self, call: ScriptCall, pipeline: Any = None) -> Any:
