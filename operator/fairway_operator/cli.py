@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import socket
 import sys
 import time
@@ -14,6 +15,8 @@ from typing import Any, cast
 
 from fairway.cli.common import OK, valid_supervisors
 from fairway_operator.exits import EXIT_CODES
+
+NAMESPACE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
 def cmd_render(args: argparse.Namespace) -> int:
@@ -63,7 +66,7 @@ def _ready_to_start(args: argparse.Namespace) -> bool:
     import signal
     import threading
 
-    from fairway_operator.startup import check_port, liveness_address, load_credentials, wait_for_api
+    from fairway_operator.startup import check_namespaces, check_port, liveness_address, load_credentials, wait_for_api
 
     if args.metrics_port:
         check_port(args.metrics_port, "0.0.0.0", "--metrics-port")
@@ -73,7 +76,10 @@ def _ready_to_start(args: argparse.Namespace) -> bool:
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())  # (a pod stopped while waiting: exit 0)
     try:
-        return wait_for_api(sleep=stop.wait, stopping=stop.is_set)
+        if not wait_for_api(sleep=stop.wait, stopping=stop.is_set):
+            return False
+        check_namespaces(tuple(args.namespace or ()))
+        return True
     finally:
         signal.signal(signal.SIGTERM, previous)
 
@@ -92,7 +98,12 @@ def _run_kopf(args: argparse.Namespace) -> int:
     try:
         if args.metrics_port:
             metrics.serve(args.metrics_port)
-        memo = kopf.Memo(worker_image=args.worker_image, metrics=metrics, namespaces=tuple(args.namespace or ()))
+        memo = kopf.Memo(
+            worker_image=args.worker_image,
+            metrics=metrics,
+            namespaces=tuple(args.namespace or ()),
+            redis_secrets=args.redis_secrets,
+        )
         asyncio.run(
             kopf.operator(
                 clusterwide=args.all_namespaces,
@@ -117,6 +128,22 @@ def _run_kopf(args: argparse.Namespace) -> int:
     return OK
 
 
+def secret_names(value: str) -> frozenset[str]:
+    """--redis-secrets: names separated by commas; empty means none."""
+    return frozenset(name.strip() for name in value.split(",") if name.strip())
+
+
+def namespace_name(value: str) -> str:
+    """--namespace: one namespace by its exact name (kopf's patterns need to list Namespaces, which
+    the chart's Roles do not grant)."""
+    if not NAMESPACE_NAME.fullmatch(value):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a namespace name (lowercase letters, digits and '-', at most 63): "
+            "name each namespace with its own --namespace, or watch all with --all-namespaces"
+        )
+    return value
+
+
 def register(verbs: Any) -> None:
     render = verbs.add_parser("render", help="print the Kubernetes objects the operator would create")
     render.add_argument("-f", "--file", required=True, help="YAML file of QueueSupervisors, or -")
@@ -131,7 +158,7 @@ def register(verbs: Any) -> None:
         + ". An API server not reachable yet is retried with backoff.",
     )
     scope = operator.add_mutually_exclusive_group(required=True)
-    scope.add_argument("--namespace", action="append", help="watch this namespace (repeatable)")
+    scope.add_argument("--namespace", action="append", type=namespace_name, help="watch this namespace (repeatable)")
     scope.add_argument("--all-namespaces", action="store_true", dest="all_namespaces", help="watch every namespace")
     operator.add_argument("--peering", default=None, help="kopf peering name (a standby replica waits on it)")
     operator.add_argument("--priority", type=int, default=0, help="peering priority of this replica")
@@ -149,6 +176,14 @@ def register(verbs: Any) -> None:
         type=int,
         default=9100,
         help="serve Prometheus /metrics on this port (default 9100; 0 = off)",
+    )
+    operator.add_argument(
+        "--redis-secrets",
+        dest="redis_secrets",
+        type=secret_names,
+        default=None,
+        help="comma-separated names of the Secrets it may read a Redis URL from (what its RBAC grants; "
+        "the chart passes redisSecrets.names); others are never requested. Default: any",
     )
     operator.add_argument(
         "--worker-image", dest="worker_image", default=None, help="image for workers whose spec.worker.image is not set"

@@ -6,6 +6,7 @@ from __future__ import annotations
 PORT_TAKEN = 3
 NO_CREDENTIALS = 4
 NOT_INSTALLED = 5
+NO_NAMESPACE = 6
 
 EXIT_CODES: dict[int, str] = {
     0: "stopped (SIGTERM or Ctrl-C), also while still waiting for the API server",
@@ -14,6 +15,7 @@ EXIT_CODES: dict[int, str] = {
     NO_CREDENTIALS: "no usable Kubernetes credentials (not in a pod, and no valid kubeconfig), "
     "or the API server refuses them (401/403)",
     NOT_INSTALLED: "the QueueSupervisor CRD is not installed (the API server does not serve `fairway.dev/v1alpha1`)",
+    NO_NAMESPACE: "a `--namespace` it should watch does not exist, or its RBAC grants nothing there (403)",
 }
 
 

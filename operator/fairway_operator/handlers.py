@@ -44,6 +44,7 @@ def _reconciler(memo: kopf.Memo) -> Reconciler:
             Kube(),
             default_image=getattr(memo, "worker_image", None) or DEFAULT_IMAGE,
             metrics=getattr(memo, "metrics", None),
+            readable_secrets=getattr(memo, "redis_secrets", None),
         )
     reconciler: Reconciler = memo.reconciler
     return reconciler
@@ -59,7 +60,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     memo.watched = Watched()
     namespaces = tuple(getattr(memo, "namespaces", None) or ())
     memo.watched.fill(await asyncio.to_thread(reconciler.kube.children, namespaces))
-    memo.retries, memo.statuses, memo.locks = {}, {}, {}
+    memo.retries, memo.statuses, memo.locks, memo.refreshed = {}, {}, {}, {}
     memo.loop_task = asyncio.create_task(_balance_and_refresh(memo))
 
 
@@ -114,6 +115,7 @@ async def _full_pass(memo: kopf.Memo, body: dict[str, Any], owned: list[dict[str
     error is retried by the periodic loop after RETRY_DELAY_S, from the watches' state at that time."""
     outcome = await asyncio.to_thread(_reconciler(memo).reconcile, body, owned=owned)
     key = _key(body)
+    memo.refreshed[key] = time.monotonic()  # (a full pass observes too: the next status pass can wait)
     if outcome.status is not None:
         try:
             await _write_status(memo, body, outcome.status)
@@ -122,8 +124,9 @@ async def _full_pass(memo: kopf.Memo, body: dict[str, Any], owned: list[dict[str
     _report(body, outcome)
     retries: dict[tuple[str, str], float] = memo.retries
     if outcome.api_error:
-        log.warning("pass for %s/%s failed (%s); retrying in %.0f s", *key, outcome.api_error, RETRY_DELAY_S)
-        retries[key] = time.monotonic() + RETRY_DELAY_S
+        delay = getattr(memo, "retry_delay_s", RETRY_DELAY_S)
+        log.warning("pass for %s/%s failed (%s); retrying in %.0f s", *key, outcome.api_error, delay)
+        retries[key] = time.monotonic() + delay
     else:
         retries.pop(key, None)
 
@@ -189,7 +192,7 @@ async def _balance_and_refresh(memo: kopf.Memo) -> None:
     supervisors keep their intervals; one supervisor's trouble never holds up the others. The poll
     runs in a thread of its own, one at a time: a slow Redis delays the next poll, never stacks them.
     """
-    refreshed: dict[tuple[str, str], float] = {}
+    refreshed: dict[tuple[str, str], float] = memo.refreshed  # when each was last observed
     reconciler = _reconciler(memo)
     scaler = Scaler(reconciler)
     pool = concurrent.futures.ThreadPoolExecutor(PASS_CONCURRENCY, thread_name_prefix="fairway-pass")
@@ -236,7 +239,7 @@ async def _balance_and_refresh(memo: kopf.Memo) -> None:
                     resized.append(Supervised(body, spec, owned_by(key, body)))
                 if key in retries and retries[key] <= now and key not in running:
                     running.add(key)
-                    retries[key] = now + RETRY_DELAY_S  # (a pass still failing is retried again later)
+                    retries[key] = now + getattr(memo, "retry_delay_s", RETRY_DELAY_S)  # (again if it fails)
                     task = asyncio.create_task(_retry(memo, running, body))
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
@@ -256,7 +259,7 @@ async def _balance_and_refresh(memo: kopf.Memo) -> None:
                 retries.pop(gone, None)
                 memo.statuses.pop(gone, None)
                 memo.locks.pop(gone, None)
-                reconciler.planners.forget(*gone)
+                reconciler.forget(gone)
                 if reconciler.metrics is not None:
                     reconciler.metrics.forget(gone)
     finally:

@@ -35,11 +35,16 @@ from fairway_operator.report import Observations, PoolObservation, Scaled, build
 
 REDIS_ERRORS: tuple[type[BaseException], ...] = (*CONNECTION_ERRORS, OSError)
 SECRET_CACHE_S = 30.0  # a rotated Secret is picked up within this long
+REPUSH_S = 60.0  # pauses and tenant settings are pushed to Redis again after this long, changed or not
 SPEC_CACHE_SIZE = 4096  # specs remembered; far more than the supervisors one operator watches
 
 
 def now_iso() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class SecretNotGranted(Exception):
+    """The supervisor's Redis Secret is not among those the operator was told it may read."""
 
 
 @dataclass
@@ -142,8 +147,11 @@ class Reconciler:
         redis: RedisViews | None = None,
         default_image: str = DEFAULT_IMAGE,
         metrics: OperatorMetrics | None = None,
+        readable_secrets: frozenset[str] | None = None,
     ) -> None:
         self.kube = kube
+        # The Secret names RBAC lets the operator read (the chart's redisSecrets.names); None: any.
+        self.readable_secrets = readable_secrets
         self.redis = redis or RedisViews()
         self.default_image = default_image
         self.metrics = metrics
@@ -154,6 +162,7 @@ class Reconciler:
         self._scaled: dict[tuple[str, str], dict[str, Scaled]] = {}
         self._scaled_lock = threading.Lock()
         self._secrets: dict[tuple[str, str, str], tuple[float, str]] = {}
+        self._pushed: dict[tuple[str, str], tuple[QueueSupervisorSpec, RedisClient, float]] = {}
         self._secret_locks: dict[tuple[str, str, str], threading.Lock] = {}
         self._secret_locks_lock = threading.Lock()
         # Children applied whose watch event has not come back yet: (namespace, kind, name) -> what was
@@ -180,6 +189,8 @@ class Reconciler:
             return spec.redis.url
         ref = spec.redis.secret_ref
         assert ref is not None  # the spec rules require exactly one of url and secretRef
+        if self.readable_secrets is not None and ref.name not in self.readable_secrets:
+            raise SecretNotGranted(ref.name)  # never requested: the API server would refuse it
         key = (namespace, ref.name, ref.key)
         with self._secret_locks_lock:
             lock = self._secret_locks.setdefault(key, threading.Lock())
@@ -191,26 +202,54 @@ class Reconciler:
             self._secrets[key] = (time.monotonic(), url)
             return url
 
+    def forget(self, key: tuple[str, str]) -> None:
+        """A supervisor is gone: drop what was kept for it."""
+        self.planners.forget(*key)
+        self.runtimes.pop(key, None)
+        self._pushed.pop(key, None)
+        self.take_scaled(key)
+
+    def _push_due(self, key: tuple[str, str], spec: QueueSupervisorSpec, client: RedisClient) -> bool:
+        """(The spec object is SpecCache's, one per distinct spec: another object is another spec.)"""
+        pushed = self._pushed.get(key)
+        return (
+            pushed is None
+            or pushed[0] is not spec
+            or pushed[1] is not client
+            or time.monotonic() - pushed[2] > REPUSH_S
+        )
+
     def _redis(self, namespace: str, spec: QueueSupervisorSpec) -> RedisClient:
         return self.redis.client(self.redis_url(namespace, spec), spec.redis.cluster)
 
     def observe_redis(
-        self, namespace: str, spec: QueueSupervisorSpec
+        self, namespace: str, name: str, spec: QueueSupervisorSpec
     ) -> tuple[list[QueueStats] | None, list[TenantFigures] | None, str | None]:
-        """Push pauses and the tenant group's settings, read queue figures and tenant figures; (None,
-        None, reason) when unreachable."""
+        """Push pauses and the tenant group's settings (when the spec changed, and every REPUSH_S in case
+        Redis lost them), read queue figures and tenant figures; (None, None, reason) when unreachable."""
         try:
             client = self._redis(namespace, spec)
-            Admin(client).set_paused(spec.queues, spec.paused_queues)
-            if spec.tenants is not None:
-                tenants = spec.tenants
-                TenantSettingsStore(client).configure(tenants.queue_prefix, tenants.defaults, tenants.overrides)
+            if self._push_due((namespace, name), spec, client):
+                Admin(client).set_paused(spec.queues, spec.paused_queues)
+                if spec.tenants is not None:
+                    tenants = spec.tenants
+                    TenantSettingsStore(client).configure(tenants.queue_prefix, tenants.defaults, tenants.overrides)
+                self._pushed[(namespace, name)] = (spec, client, time.monotonic())
             inspector = Inspector(client)
             stats = read_stats(inspector, spec)
             figures = inspector.tenant_figures(spec.tenants.queue_prefix) if spec.tenants else None
             return stats, figures, None
         except REDIS_ERRORS as exc:
             return None, None, f"Redis is unreachable: {exc}"
+        except SecretNotGranted as exc:
+            return (
+                None,
+                None,
+                (
+                    f"the operator may not read Secret {exc.args[0]!r}: add it to the chart's redisSecrets.names "
+                    "(the operator's --redis-secrets), or set spec.redis.url"
+                ),
+            )
         except (ApiException, KeyError) as exc:
             return None, None, f"cannot read the Redis URL from its Secret: {exc}"
         except ValueError as exc:  # not a Redis URL at all; the message of a parser may quote it, so not shown
@@ -285,7 +324,7 @@ class Reconciler:
             deployments = [o for o in owned if o["kind"] == "Deployment"]
             current = replicas_by_pool(deployments)
             ready = {o["metadata"]["name"]: (o.get("status") or {}).get("availableReplicas") or 0 for o in deployments}
-            stats, figures, redis_error = self.observe_redis(namespace, spec)
+            stats, figures, redis_error = self.observe_redis(namespace, name, spec)
             samples: dict[str, PoolSample] = pool_samples(spec, stats) if stats is not None else {}
             if stats is not None and spec.policy.resized:
                 # The scaling poll reads demand only; runtimes (the `time` strategy's weights and

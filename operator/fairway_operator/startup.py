@@ -16,13 +16,14 @@ import logging
 import socket
 import time
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 import urllib3
-from kubernetes.client import ApiClient, ApiException
+from kubernetes.client import ApiClient, ApiException, CoreV1Api
 
 from fairway.resource.spec import API_GROUP, API_VERSION
-from fairway_operator.exits import NO_CREDENTIALS, NOT_INSTALLED, PORT_TAKEN, StartupError
+from fairway_operator.exits import NO_CREDENTIALS, NO_NAMESPACE, NOT_INSTALLED, PORT_TAKEN, StartupError
 from fairway_operator.kube import api_host, discover, load_config, operator_client
 
 log = logging.getLogger("fairway.operator")
@@ -104,3 +105,30 @@ def wait_for_api(
         sleep(wait_s)
         wait_s = min(wait_s * 2, BACKOFF_MAX_S)
     return False
+
+
+def check_namespaces(namespaces: tuple[str, ...], api: ApiClient | None = None) -> None:
+    """Each watched namespace exists and the operator may work in it: a dry-run create of a ConfigMap
+    there (the Role grants that; nothing is stored), which a real API server answers 404 for a missing
+    namespace and 403 where no Role was bound. Other errors are left to the watches to report."""
+    core = CoreV1Api(api or operator_client())
+    probe: Any = {"metadata": {"generateName": "fairway-startup-check-"}}
+    for namespace in namespaces:
+        try:
+            core.create_namespaced_config_map(namespace, probe, dry_run="All", _request_timeout=10)
+        except ApiException as exc:
+            if exc.status == 404:
+                raise StartupError(
+                    NO_NAMESPACE,
+                    f"namespace {namespace!r} does not exist: create it, or fix --namespace "
+                    "(the chart's watchNamespaces)",
+                ) from None
+            if exc.status == 403:
+                raise StartupError(
+                    NO_NAMESPACE,
+                    f"the operator is not allowed to work in namespace {namespace!r} (403): install the chart "
+                    "with it in watchNamespaces, so it gets its Role there",
+                ) from None
+            log.warning("could not check namespace %s (%s %s); going on", namespace, exc.status, exc.reason)
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            log.warning("could not check namespace %s (%s); going on", namespace, exc)

@@ -78,9 +78,17 @@ class Emulator(kmock.KubernetesEmulator):  # type: ignore[misc]
         # Every write as it arrived: (monotonic time, action, resource plural, name, body), so a test can
         # assert what the operator sent and in which order (the emulator runs no controllers).
         self.writes: list[tuple[float, str, str, str | None, Any]] = []
+        # Answers to give instead of serving: (verb, resource plural, HTTP status), each used once, for
+        # what a real server answers now and then (a 409 Conflict, a 500 from etcd).
+        self.refuse_next: list[tuple[str, str, int]] = []
 
     async def _handle(self, request: kmock.Request) -> Any:
         REQUESTS.append(requested(request))
+        asked = (REQUESTS[-1].verb, REQUESTS[-1].resource)
+        refusal = next((r for r in self.refuse_next if r[:2] == asked), None)
+        if refusal is not None:
+            self.refuse_next.remove(refusal)
+            raise kmock.KubernetesError(status=refusal[2], reason="Conflict" if refusal[2] == 409 else "Refused")
         data, rv = request.data, str(next(self._rv))
         if self._applies_a_missing_object(request):
             # Server-side apply creates what is missing, as a real server does; its RBAC check then asks

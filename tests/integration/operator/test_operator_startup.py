@@ -5,9 +5,9 @@ reachable yet is waited for with backoff (and a SIGTERM while waiting is a clean
 The refused-credentials case is staged by a small HTTP server that answers 401 to everything, as a
 real API server does for a token it does not accept (kmock's emulator does no authentication). The
 CRD-missing case uses kmock's emulator without the QueueSupervisor resource declared: its discovery
-answers 404 for the group version, as a real server does. A namespace that does not exist is not
-checked at start-up: the operator's Role grants nothing that reads Namespaces, and the emulator does
-not refuse writes into a missing namespace as a real server does, so neither could show it here.
+answers 404 for the group version, as a real server does. A missing namespace is staged by a small server that answers
+a create there with 404, as a real server's namespace admission does (kmock stores objects in any
+namespace).
 """
 
 from __future__ import annotations
@@ -134,6 +134,50 @@ async def test_a_missing_crd_is_one_line_and_exit_5(cluster_without_the_crd: str
     assert result.returncode == 5
     line = one_line(result)
     assert "fairway.dev/v1alpha1" in line and "install the QueueSupervisor CRD" in line
+
+
+@pytest_asyncio.fixture
+async def cluster_without_the_namespace() -> AsyncIterator[str]:
+    """Serves the QueueSupervisor API, and answers a create in namespace `ghost` as a real server does
+    when the namespace does not exist (kmock's emulator stores objects in any namespace)."""
+
+    async def discovery(_: web.Request) -> web.Response:
+        return web.json_response({"kind": "APIResourceList", "groupVersion": "fairway.dev/v1alpha1", "resources": []})
+
+    async def missing(_: web.Request) -> web.Response:
+        status = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404}
+        return web.json_response({**status, "message": 'namespaces "ghost" not found'}, status=404)
+
+    app = web.Application()
+    app.router.add_get("/apis/fairway.dev/v1alpha1", discovery)
+    app.router.add_post("/api/v1/namespaces/ghost/configmaps", missing)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    yield f"http://127.0.0.1:{port}"
+    await runner.cleanup()
+
+
+@pytest.mark.asyncio
+async def test_a_missing_namespace_is_one_line_and_exit_6(cluster_without_the_namespace: str, tmp_path: Path) -> None:
+    env = {**no_cluster(tmp_path), "KUBECONFIG": str(kubeconfig(tmp_path / "config", cluster_without_the_namespace))}
+    cmd = [sys.executable, "-m", "fairway.cli", "operator", "--namespace", "ghost", "--metrics-port", "0"]
+    cmd += ["--liveness", f"http://127.0.0.1:{free_port()}/healthz"]
+    result = await asyncio.to_thread(
+        subprocess.run, cmd, env={**os.environ, **env}, capture_output=True, text=True, timeout=30
+    )
+    assert result.returncode == 6, result.stderr[-2000:]
+    line = one_line(result)
+    assert "namespace 'ghost' does not exist: create it" in line
+
+
+def test_a_namespace_pattern_is_refused_as_bad_arguments(tmp_path: Path) -> None:
+    """kopf's namespace patterns need Namespace reads the chart's Roles do not grant: exact names only."""
+    cmd = [sys.executable, "-m", "fairway.cli", "operator", "--namespace", "team-*"]
+    result = subprocess.run(cmd, env={**os.environ, **no_cluster(tmp_path)}, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "'team-*' is not a namespace name" in result.stderr and "--all-namespaces" in result.stderr
 
 
 def test_an_unreachable_api_server_is_retried_with_backoff_and_sigterm_ends_it_cleanly(tmp_path: Path) -> None:

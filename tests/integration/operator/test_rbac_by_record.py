@@ -12,12 +12,11 @@ import asyncio
 from typing import Any
 
 import pytest
-from test_reconcile import NS, api, children, create, redis_secret, supervisor  # noqa: F401
+from test_reconcile import NS, api, children, create, degraded, redis_secret, supervisor  # noqa: F401
 
 from fairway_operator import rbac
 from support.kopf_kmock import REQUESTS, Emulator, eventually, running_operator
 from support.rbac_check import RAN, USED, not_granted
-
 
 
 @pytest.mark.asyncio
@@ -113,3 +112,20 @@ def test_every_rule_the_chart_grants_is_used_by_some_operator_test(request: pyte
         if (verb, group, resource) not in USED
     ]
     assert unused == [], f"rules no operator test used (drop them from rbac.py, or test what needs them): {unused}"
+
+
+@pytest.mark.asyncio
+@pytest.mark.usefixtures("redis_secret")
+async def test_a_secret_the_chart_does_not_grant_is_never_requested(k8s: Emulator) -> None:
+    """The chart grants `get` on the Secrets in redisSecrets.names only, and tells the operator those
+    names (--redis-secrets): a supervisor naming another one is told what to do, and that Secret is
+    never asked for (a real API server would refuse it)."""
+    start = len(REQUESTS)
+    async with running_operator(k8s, redis_secrets=frozenset({"redis"})):
+        await create(supervisor("elsewhere", redis={"secretRef": {"name": "team-redis", "key": "url"}}))
+        await create(supervisor("shop"))
+        found = await eventually(degraded("elsewhere"), 10)
+        assert found and "redisSecrets.names" in found["message"] and "'team-redis'" in found["message"], found
+        assert await eventually(lambda: len(children(k8s, "Deployment")) == 2, 10), "children still applied"
+    asked = {r.name for r in REQUESTS[start:] if r.by_operator and r.resource == "secrets"}
+    assert asked == {"redis"}, asked

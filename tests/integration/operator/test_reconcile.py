@@ -387,6 +387,26 @@ async def test_operator_restart_makes_no_duplicates_and_keeps_status(k8s: Emulat
         assert valid_after["lastTransitionTime"] == valid_before["lastTransitionTime"]
 
 
+async def test_a_conflict_is_retried_from_the_watches_state(k8s: Emulator, redis_secret: None) -> None:
+    """Every write is a server-side apply (forced, one field manager) or a merge patch without a
+    resourceVersion, so the operator sends no precondition a real server could answer 409 to; a 409 (or
+    any API error) still ends the pass, says so in the status, and the pass runs again later from what
+    the watches hold then, never from the failed pass's copy."""
+    k8s.refuse_next.append(("patch", "deployments", 409))
+    async with running_operator(k8s, retry_delay_s=0.5):
+        await create(supervisor(balance="simple", maxProcesses=3))
+        assert await eventually(lambda: len(children(k8s, "Deployment")) == 3, 10)
+        assert k8s.refuse_next == [], "the conflict was answered"
+
+        async def healthy() -> bool:
+            degraded = condition(await get("shop"), "Degraded")
+            return degraded is None or degraded["status"] == "False"
+
+        assert await eventually(healthy, 10)
+    applies = [w for w in k8s.writes if w[2] == "deployments"]
+    assert len({w[3] for w in applies}) == 3 and len(applies) <= 4, "each applied once, the refused one again"
+
+
 # -- /metrics ---------------------------------------------------------------------------------------
 
 

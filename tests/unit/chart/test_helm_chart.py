@@ -125,6 +125,7 @@ def test_every_value_is_used() -> None:
     assert container["image"] == "registry.example/fairway:9.9.9" and container["imagePullPolicy"] == "Always"
     assert "--namespace=shop" in container["args"] and "--namespace=billing" in container["args"]
     assert "--peering=shop-peering" in container["args"] and "--log-level=debug" in container["args"]
+    assert "--redis-secrets=shop-redis,billing-redis" in container["args"], "it requests only what RBAC grants"
     assert "--worker-image=registry.example/shop-workers:1.2.3" in container["args"]
     pod_id = {"name": "POD_ID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
     assert container["env"] == [pod_id, {"name": "TZ", "value": "UTC"}]
