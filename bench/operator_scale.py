@@ -17,17 +17,10 @@ from __future__ import annotations
 import argparse
 import collections
 import concurrent.futures
-import contextlib
 import json
-import os
-import re
-import signal
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,126 +28,22 @@ TESTS = Path(__file__).resolve().parents[1] / "tests"
 sys.path.insert(0, str(TESTS))
 
 import kubernetes  # noqa: E402
-import yaml  # noqa: E402
 
-from fairway.resource.manifests import validate_spec  # noqa: E402
-from fairway_operator.desired import desired  # noqa: E402
 from support.kopf_kmock import secret  # noqa: E402
+from support.operator_fleet import (  # noqa: E402
+    GROUP,
+    PLURAL,
+    STATUS_INTERVAL_S,
+    VERSION,
+    Operator,
+    api_server,
+    deployments_of,
+    supervisor,
+    wait_for,
+    writes,
+)
 from support.recording_proxy import RecordingProxy  # noqa: E402
-from support.redis_procs import RedisProcess, free_port  # noqa: E402
-
-GROUP, VERSION, PLURAL = "fairway.dev", "v1alpha1", "queuesupervisors"
-WRITES = {"create", "update", "patch", "delete"}
-STATUS_INTERVAL_S = 10.0  # the operator's status pass (fairway_operator.handlers)
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def supervisor(i: int, per_namespace: int) -> dict[str, Any]:
-    balance = ("none", "simple", "auto")[i % 3]
-    spec: dict[str, Any] = {
-        "redis": {"secretRef": {"name": "redis", "key": "url"}},
-        "queues": ["high", "default", "low"],
-        "balance": balance,
-        "maxProcesses": 6,
-        "worker": {"handlers": ["fairway.builtins"]},
-    }
-    if balance == "none":
-        spec["queueWeights"] = {"high": 3, "default": 2}
-    if i % 4 == 0:
-        spec["tenants"] = {"queuePrefix": "tenant-", "maxConsecutiveJobs": 5}
-        if balance == "none":
-            spec["tenants"]["weight"] = 3
-    return {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "QueueSupervisor",
-        "metadata": {"name": f"sup-{i}", "namespace": namespace_of(i, per_namespace)},
-        "spec": spec,
-    }
-
-
-def namespace_of(i: int, per_namespace: int) -> str:
-    return f"fwbench-{i // per_namespace}"
-
-
-def deployments_of(body: dict[str, Any]) -> int:
-    spec = validate_spec(body["spec"], body["metadata"]["name"]).spec
-    assert spec is not None, body
-    return len(desired(body, spec, {}, "fairway:bench"))
-
-
-def cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
-
-
-@contextlib.contextmanager
-def api_server(kubeconfig: str | None) -> Iterator[kubernetes.client.Configuration]:
-    if kubeconfig:
-        config = kubernetes.client.Configuration()
-        kubernetes.config.load_kube_config(config_file=kubeconfig, client_configuration=config)
-        yield config
-        return
-    env = {**os.environ, "PYTHONPATH": str(TESTS)}
-    emulator = subprocess.Popen(
-        [sys.executable, "-m", "support.kmock_server"], stdout=subprocess.PIPE, text=True, env=env
-    )
-    try:
-        assert emulator.stdout is not None
-        yield kubernetes.client.Configuration(host=emulator.stdout.readline().strip())
-    finally:
-        emulator.kill()
-        emulator.wait()
-
-
-class Operator:
-    """`fairway operator` as a pod runs it, talking to `server` (a kubeconfig written for it)."""
-
-    def __init__(self, server: str, workdir: Path) -> None:
-        self.kubeconfig = workdir / "operator-kubeconfig"
-        cluster = {"name": "c", "cluster": {"server": server}}
-        context = {"name": "c", "context": {"cluster": "c", "user": "u"}}
-        doc = {"apiVersion": "v1", "kind": "Config", "clusters": [cluster], "contexts": [context]}
-        doc |= {"current-context": "c", "users": [{"name": "u", "user": {}}]}
-        self.kubeconfig.write_text(yaml.safe_dump(doc))
-        self.metrics_port, self.log = free_port(), workdir / "operator.log"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        cmd = [sys.executable, "-m", "fairway.cli", "operator", "--all-namespaces", "--log-level", "warning"]
-        cmd += ["--metrics-port", str(self.metrics_port), "--liveness", f"http://127.0.0.1:{free_port()}/healthz"]
-        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
-        env.pop("KUBERNETES_SERVICE_HOST", None)
-        with self.log.open("ab") as log:
-            self.process = subprocess.Popen(cmd, env=env, stdout=log, stderr=log)
-        wait_for(lambda: self.full_passes() is not None, 60, "the operator's metrics")
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.send_signal(signal.SIGTERM)
-            self.process.wait(60)
-
-    def cpu_s(self) -> float:
-        assert self.process is not None
-        return cpu_s(self.process.pid)
-
-    def full_passes(self) -> float | None:
-        """Supervisor events handled: full passes plus those that found nothing to write."""
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=2) as answer:
-                text = answer.read().decode()
-        except OSError:
-            return None
-        found = re.findall(r'^fairway_reconcile_passes_total\{kind="(?:full|settled)"\} (\S+)$', text, re.M)
-        return sum(float(v) for v in found)
-
-
-def wait_for(check: Callable[[], Any], timeout_s: float, what: str, every_s: float = 0.5) -> float:
-    started = time.monotonic()
-    while not check():
-        if time.monotonic() - started > timeout_s:
-            raise RuntimeError(f"timed out after {timeout_s:.0f} s waiting for {what}")
-        time.sleep(every_s)
-    return time.monotonic() - started
+from support.redis_procs import RedisProcess  # noqa: E402
 
 
 def by_kind(log: list[Any], since: float, until: float, n: int) -> dict[str, float]:
@@ -165,10 +54,6 @@ def by_kind(log: list[Any], since: float, until: float, n: int) -> dict[str, flo
         if since <= entry.at < until and r.by_operator and r.resource:
             counts[f"{r.verb} {r.group + '/' if r.group else ''}{r.resource}"] += 1
     return {k: round(v / n, 2) for k, v in sorted(counts.items())}
-
-
-def writes(log: list[Any], since: float, until: float) -> int:
-    return sum(1 for e in log if since <= e.at < until and e.request.by_operator and e.request.verb in WRITES)
 
 
 def run(n: int, kubeconfig: str | None, per_namespace: int, quiet_s: float, timeout_s: float) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""The emulator as its own process (like a real API server), for benchmarks: prints its URL, serves until killed.
+"""The emulator as its own process (like a real API server), for benchmarks and the scale tests: prints
+its URL, serves until killed.
 
 python -m support.kmock_server
 """
@@ -6,21 +7,36 @@ python -m support.kmock_server
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import kmock
 
 from support.kopf_kmock import Emulator, declare_resources
 
 
+class ServingEmulator(Emulator):
+    """kmock matches each request against its recorded history (every reaction checks whether the
+    request is among those it has seen), so it slows down with traffic; a server process never reads
+    that history, so it keeps only the requests still being served."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._serving: set[int] = set()
+
+    async def _handle(self, request: kmock.Request) -> Any:
+        self._serving.add(id(request))
+        self._requests[:] = [r for r in self._requests if id(r) in self._serving]
+        try:
+            return await super()._handle(request)
+        finally:
+            self._serving.discard(id(request))
+
+
 async def serve() -> None:
-    async with Emulator() as emulator, kmock.Server(emulator):
+    async with ServingEmulator() as emulator, kmock.Server(emulator):
         declare_resources(emulator)
         print(str(emulator.url).rstrip("/"), flush=True)
-        while True:
-            # kmock matches every request against its whole recorded history, so it slows down
-            # quadratically with traffic; a benchmark never reads the history, so keep only its tail.
-            await asyncio.sleep(0.5)
-            del emulator._requests[:-200]
+        await asyncio.Event().wait()
 
 
 if __name__ == "__main__":

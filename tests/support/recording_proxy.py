@@ -121,7 +121,7 @@ class RecordingProxy:
             session = aiohttp.ClientSession(auto_decompress=False, timeout=aiohttp.ClientTimeout(total=None))
             app = web.Application(client_max_size=64 * 1024 * 1024)
             app.router.add_route("*", "/{tail:.*}", forward)
-            runner = web.AppRunner(app, access_log=None)
+            runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)  # (watches: cut, not waited for)
             await runner.setup()
             site = web.TCPSite(runner, "127.0.0.1", 0)
             await site.start()

@@ -9,14 +9,17 @@ the chart can grant was used by some test, so an unused rule added to rbac.py fa
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from typing import Any
 
+import kubernetes
 import pytest
 from test_reconcile import NS, api, children, create, degraded, redis_secret, supervisor  # noqa: F401
 
 from fairway_operator import rbac
 from support.kopf_kmock import REQUESTS, Emulator, eventually, running_operator
 from support.rbac_check import RAN, USED, not_granted
+from support.recording_proxy import RecordingProxy
 
 
 @pytest.mark.asyncio
@@ -129,3 +132,25 @@ async def test_a_secret_the_chart_does_not_grant_is_never_requested(k8s: Emulato
         assert await eventually(lambda: len(children(k8s, "Deployment")) == 2, 10), "children still applied"
     asked = {r.name for r in REQUESTS[start:] if r.by_operator and r.resource == "secrets"}
     assert asked == {"redis"}, asked
+
+
+@pytest.mark.asyncio
+@pytest.mark.usefixtures("redis_secret")
+async def test_the_recording_proxy_logs_requests_as_the_emulator_does(k8s: Emulator) -> None:
+    """bench/operator_scale.py counts the operator's requests with the recording proxy (it works in front
+    of any API server); here both logs of one run agree (but for the `create` the emulator adds for an
+    apply that creates, which on the wire is the one patch)."""
+    upstream = kubernetes.client.Configuration(host=str(k8s.url).rstrip("/"))
+    with RecordingProxy(upstream) as proxy:
+        start = len(REQUESTS)
+        # the operator's own client (kopf's too, through running_operator) goes through the proxy
+        kubernetes.client.Configuration.set_default(kubernetes.client.Configuration(host=proxy.url))
+        async with running_operator(proxy.url):
+            await create(supervisor(balance="simple", maxProcesses=6, queueWeights=None))
+            assert await eventually(lambda: len(children(k8s, "Deployment")) == 3)
+            await asyncio.sleep(1.5)
+        counted = lambda r: r.by_operator and r.resource and r.verb != "create"  # noqa: E731  (discovery aside)
+        emulator_log = Counter(r for r in REQUESTS[start:] if counted(r))
+        proxy_log = Counter(e.request for e in proxy.log if counted(e.request))
+    assert proxy_log == emulator_log
+    assert sum(emulator_log.values()) > 10
