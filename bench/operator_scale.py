@@ -29,11 +29,11 @@ sys.path.insert(0, str(TESTS))
 
 import kubernetes  # noqa: E402
 
+from fairway_operator.handlers import STATUS_INTERVAL_S  # noqa: E402
 from support.kopf_kmock import secret  # noqa: E402
 from support.operator_fleet import (  # noqa: E402
     GROUP,
     PLURAL,
-    STATUS_INTERVAL_S,
     VERSION,
     Operator,
     api_server,

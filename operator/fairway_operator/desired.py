@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from fairway.plan.pools import Pool, initial_replicas, pools
@@ -52,6 +52,10 @@ class PoolChildren:
     @property
     def replicas(self) -> int:
         return int(self.deployment["spec"]["replicas"])
+
+    def with_replicas(self, replicas: int) -> PoolChildren:
+        spec = {**self.deployment["spec"], "replicas": replicas}
+        return replace(self, deployment={**self.deployment, "spec": spec})
 
 
 def child_name(supervisor: str, pool: Pool, shared_pool: bool) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 from kubernetes.client import ApiException
 
 from fairway.plan.load import pool_samples, read_stats, served_names
+from fairway.plan.pools import initial_replicas
 from fairway.plan.scaling import Planner, PoolSample, ScalingRules
 from fairway.queue.access.admin import Admin
 from fairway.queue.access.figures import QueueStats, TenantFigures
@@ -102,15 +103,16 @@ class SpecCache:
         self, body: Mapping[str, Any], spec: QueueSupervisorSpec, image: str, current: Mapping[str, int]
     ) -> list[PoolChildren]:
         """The rendered children, their replicas kept where the balancer put them (`current`, by pool)
-        within the spec's limits."""
-        key = (*self._key(body), image, tuple(sorted(current.items())))
+        within the spec's limits. Rendered once per spec; only the replicas differ by `current`."""
+        key = (*self._key(body), image)
         with self._lock:
             found = self._children.get(key)
         if found is None:
-            found = desired(body, spec, current, image)
+            found = desired(body, spec, {}, image)
             with self._lock:
                 self._children[key] = found
-        return found
+        wanted = initial_replicas(spec, current)
+        return [c if c.replicas == wanted[c.pool.name] else c.with_replicas(wanted[c.pool.name]) for c in found]
 
 
 class Planners:

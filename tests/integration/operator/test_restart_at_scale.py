@@ -18,11 +18,11 @@ from pathlib import Path
 import kubernetes
 
 from fairway_operator import rbac
+from fairway_operator.handlers import STATUS_INTERVAL_S
 from support.kopf_kmock import secret
 from support.operator_fleet import (
     GROUP,
     PLURAL,
-    STATUS_INTERVAL_S,
     VERSION,
     Operator,
     api_server,
