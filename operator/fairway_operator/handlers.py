@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import copy
 import functools
 import logging
 import time
@@ -91,10 +90,10 @@ def _lock(memo: kopf.Memo, key: tuple[str, str]) -> asyncio.Lock:
 def _latest(memo: kopf.Memo, body: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of the supervisor with the newest status known: the one this operator wrote last, until
     the watch delivers it (a pass that started from an older copy would write the same status again)."""
-    latest = copy.deepcopy(dict(body))
+    latest = dict(body)  # (a pass only reads it: no copy of the whole body per event)
     written = memo.statuses.get(_key(body))
     if written is not None and written[0] == latest["metadata"].get("uid"):
-        latest["status"] = copy.deepcopy(written[1])
+        latest["status"] = written[1]
     return latest
 
 

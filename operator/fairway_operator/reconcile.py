@@ -294,7 +294,7 @@ class Reconciler:
     ) -> Outcome:
         """The whole pass (`apply`), or, from the periodic loop, observe + rebalance + scale only.
 
-        `owned`: the supervisor's children as the operator's watches already hold them (kopf indexes),
+        `owned`: the supervisor's children as the operator's watches already hold them (watched.py),
         so a pass reads nothing from the API server; None lists them (a caller without watches).
         A full pass applies only the children that are missing or differ from what it renders.
         """

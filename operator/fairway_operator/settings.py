@@ -3,7 +3,8 @@
 kopf's default progress storage also writes `status.kopf`, which the API server prunes because the
 CRD's status schema does not declare it, so kopf's bookkeeping would vanish silently. Everything
 kopf keeps therefore lives in annotations under our own prefix, and the status holds only the
-fields `fairway.status` declares.
+fields `fairway.status` declares. (The operator's handlers are all event handlers, for which kopf
+stores nothing on the object; a change handler, were one added, would keep its state there.)
 """
 
 from __future__ import annotations

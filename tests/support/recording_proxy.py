@@ -137,4 +137,8 @@ class RecordingProxy:
             loop.run_until_complete(runner.cleanup())
             if session is not None:
                 loop.run_until_complete(session.close())
+            pending = asyncio.all_tasks(loop)  # watches still being passed on: cut
+            for task in pending:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
             loop.close()
