@@ -13,6 +13,7 @@ namespace).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import signal
@@ -92,6 +93,19 @@ def test_an_invalid_kubeconfig_is_one_line_and_exit_4(tmp_path: Path) -> None:
     assert "no usable Kubernetes credentials" in one_line(result)
 
 
+@contextlib.asynccontextmanager
+async def staged(app: web.Application) -> AsyncIterator[str]:
+    """A small HTTP server answering as a real API server would in a case the emulator cannot stage."""
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
 @pytest_asyncio.fixture
 async def refusing_server() -> AsyncIterator[str]:
     async def refuse(_: web.Request) -> web.Response:
@@ -102,12 +116,8 @@ async def refusing_server() -> AsyncIterator[str]:
 
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", refuse)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    yield f"http://127.0.0.1:{port}"
-    await runner.cleanup()
+    async with staged(app) as url:
+        yield url
 
 
 @pytest.mark.asyncio
@@ -151,12 +161,8 @@ async def cluster_without_the_namespace() -> AsyncIterator[str]:
     app = web.Application()
     app.router.add_get("/apis/fairway.dev/v1alpha1", discovery)
     app.router.add_post("/api/v1/namespaces/ghost/configmaps", missing)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    yield f"http://127.0.0.1:{port}"
-    await runner.cleanup()
+    async with staged(app) as url:
+        yield url
 
 
 @pytest.mark.asyncio
