@@ -30,14 +30,13 @@ sys.path.insert(0, str(TESTS))
 import kubernetes  # noqa: E402
 
 from fairway_operator.handlers import STATUS_INTERVAL_S  # noqa: E402
-from support.kopf_kmock import secret  # noqa: E402
 from support.operator_fleet import (  # noqa: E402
-    GROUP,
-    PLURAL,
-    VERSION,
     Operator,
     api_server,
+    create_secrets,
+    create_supervisors,
     deployments_of,
+    statuses_current,
     supervisor,
     wait_for,
     writes,
@@ -67,10 +66,10 @@ def run(n: int, kubeconfig: str | None, per_namespace: int, quiet_s: float, time
             client = kubernetes.client.ApiClient(upstream)
             core, apps = kubernetes.client.CoreV1Api(client), kubernetes.client.AppsV1Api(client)
             custom = kubernetes.client.CustomObjectsApi(client)
-            with concurrent.futures.ThreadPoolExecutor(8) as pool:
-                if kubeconfig:  # (kmock cannot create namespaces, nor needs them)
+            if kubeconfig:  # (kmock cannot create namespaces, nor needs them)
+                with concurrent.futures.ThreadPoolExecutor(8) as pool:
                     list(pool.map(lambda ns: core.create_namespace({"metadata": {"name": ns}}), namespaces))
-                list(pool.map(lambda ns: core.create_namespaced_secret(ns, secret(ns, "redis", redis.url)), namespaces))
+            create_secrets(core, namespaces, redis.url)
             operator = Operator(proxy.url, workdir)
             operator.start()
             cpu_idle = operator.cpu_s()
@@ -80,20 +79,10 @@ def run(n: int, kubeconfig: str | None, per_namespace: int, quiet_s: float, time
                 return sum(1 for d in items.items if d.metadata.namespace.startswith("fwbench-")) >= expected
 
             def reported() -> bool:
-                items = custom.list_cluster_custom_object(GROUP, VERSION, PLURAL)["items"]
-                done = [
-                    o
-                    for o in items
-                    if (o.get("status") or {}).get("observedGeneration") == o["metadata"].get("generation")
-                ]
-                return len(done) >= n
+                return statuses_current(custom) >= n
 
             started = time.monotonic()
-            with concurrent.futures.ThreadPoolExecutor(8) as pool:
-                create = lambda b: custom.create_namespaced_custom_object(  # noqa: E731
-                    GROUP, VERSION, b["metadata"]["namespace"], PLURAL, b
-                )
-                list(pool.map(create, bodies))
+            create_supervisors(custom, bodies)
             created_s = time.monotonic() - started
             all_applied_s = wait_for(applied, timeout_s, "every Deployment", 1.0) + created_s
             all_reported_s = wait_for(reported, timeout_s, "every status", 1.0) + all_applied_s

@@ -27,7 +27,7 @@ from fairway_operator.kube import Kube
 from fairway_operator.reconcile import Outcome, Reconciler
 from fairway_operator.scaling import Scaler, Supervised
 from fairway_operator.settings import configure_persistence, configure_scanning
-from fairway_operator.watched import Watched, owner_of
+from fairway_operator.watched import Watched, owner_of, supervisor_key
 
 log = logging.getLogger("fairway.operator")
 RESOURCE = (API_GROUP, API_VERSION, PLURAL)
@@ -76,10 +76,6 @@ def _report(body: Mapping[str, Any], outcome: Outcome) -> None:
         kopf.warn(dict(body), reason="SpecInvalid", message="; ".join(outcome.errors))
 
 
-def _key(body: Mapping[str, Any]) -> tuple[str, str]:
-    return (body["metadata"].get("namespace", "default"), body["metadata"]["name"])
-
-
 def _lock(memo: kopf.Memo, key: tuple[str, str]) -> asyncio.Lock:
     """One pass at a time per supervisor (its own event, its children's, the periodic loop's): a pass
     starts from what the one before it wrote, never alongside it."""
@@ -91,7 +87,7 @@ def _latest(memo: kopf.Memo, body: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of the supervisor with the newest status known: the one this operator wrote last, until
     the watch delivers it (a pass that started from an older copy would write the same status again)."""
     latest = dict(body)  # (a pass only reads it: no copy of the whole body per event)
-    written = memo.statuses.get(_key(body))
+    written = memo.statuses.get(supervisor_key(body))
     if written is not None and written[0] == latest["metadata"].get("uid"):
         latest["status"] = written[1]
     return latest
@@ -99,12 +95,15 @@ def _latest(memo: kopf.Memo, body: Mapping[str, Any]) -> dict[str, Any]:
 
 def _remember(memo: kopf.Memo, body: Mapping[str, Any], patch: dict[str, Any]) -> None:
     merged = {**(body.get("status") or {}), **patch}
-    memo.statuses[_key(body)] = (body["metadata"].get("uid"), {k: v for k, v in merged.items() if v is not None})
+    memo.statuses[supervisor_key(body)] = (
+        body["metadata"].get("uid"),
+        {k: v for k, v in merged.items() if v is not None},
+    )
 
 
 async def _write_status(memo: kopf.Memo, body: Mapping[str, Any], patch: dict[str, Any]) -> None:
     reconciler = _reconciler(memo)
-    namespace, name = _key(body)
+    namespace, name = supervisor_key(body)
     await asyncio.to_thread(reconciler.kube.patch_status, namespace, name, patch)
     _remember(memo, body, patch)
 
@@ -113,7 +112,7 @@ async def _full_pass(memo: kopf.Memo, body: dict[str, Any], owned: list[dict[str
     """Apply what is missing or drifted, prune what is stale, write the status when it changed. An API
     error is retried by the periodic loop after RETRY_DELAY_S, from the watches' state at that time."""
     outcome = await asyncio.to_thread(_reconciler(memo).reconcile, body, owned=owned)
-    key = _key(body)
+    key = supervisor_key(body)
     memo.refreshed[key] = time.monotonic()  # (a full pass observes too: the next status pass can wait)
     if outcome.status is not None:
         try:
@@ -134,7 +133,7 @@ async def _converge(memo: kopf.Memo, body: Mapping[str, Any], *, force: bool = F
     """The one entry to a full pass: under the supervisor's lock, from its newest known state, and only
     when something differs (`force`: a child was deleted, whatever the watches say)."""
     reconciler = _reconciler(memo)
-    async with _lock(memo, _key(body)):
+    async with _lock(memo, supervisor_key(body)):
         parent = _latest(memo, body)
         owned = memo.watched.owned(parent)
         if not force and reconciler.settled(parent, owned):
@@ -151,7 +150,7 @@ async def supervisor_changed(event: kopf.RawEvent, body: kopf.Body, memo: kopf.M
     Nothing of kopf's is stored on the object (no annotations, no finalizer)."""
     watched: Watched = memo.watched
     if event.get("type") == "DELETED":
-        watched.supervisor_gone(_key(body))
+        watched.supervisor_gone(supervisor_key(body))
         return
     watched.supervisor_seen(body)
     if body.metadata.get("deletionTimestamp"):
@@ -204,15 +203,15 @@ async def _balance_and_refresh(memo: kopf.Memo) -> None:
     watched: Watched = memo.watched
     index = watched.supervisors
 
-    def owned_by(key: tuple[str, str], body: dict[str, Any]) -> list[dict[str, Any]]:
-        return watched.owned(body, "Deployment")
-
     async def visit(key: tuple[str, str], body: dict[str, Any]) -> None:
         try:
             async with _lock(memo, key):
                 latest = _latest(memo, body)
                 outcome = await loop.run_in_executor(
-                    pool, functools.partial(reconciler.reconcile, latest, apply=False, owned=owned_by(key, latest))
+                    pool,
+                    functools.partial(
+                        reconciler.reconcile, latest, apply=False, owned=watched.owned(latest, "Deployment")
+                    ),
                 )
                 if outcome.status is not None:
                     await _write_status(memo, latest, outcome.status)
@@ -235,7 +234,7 @@ async def _balance_and_refresh(memo: kopf.Memo) -> None:
                     continue
                 spec = reconciler.specs.report(body).spec
                 if spec is not None and spec.policy.resized:
-                    resized.append(Supervised(body, spec, owned_by(key, body)))
+                    resized.append(Supervised(body, spec, watched.owned(body, "Deployment")))
                 if key in retries and retries[key] <= now and key not in running:
                     running.add(key)
                     retries[key] = now + getattr(memo, "retry_delay_s", RETRY_DELAY_S)  # (again if it fails)
@@ -272,4 +271,4 @@ async def _retry(memo: kopf.Memo, running: set[tuple[str, str]], body: dict[str,
     try:
         await _converge(memo, body, force=True)
     finally:
-        running.discard(_key(body))
+        running.discard(supervisor_key(body))

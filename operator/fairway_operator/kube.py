@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import datetime
-import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -19,8 +18,7 @@ from kubernetes.client import ApiClient, ApiException, AppsV1Api, CoreV1Api, Cus
 
 import fairway
 from fairway.resource.spec import API_GROUP, API_VERSION, KIND, PLURAL
-from fairway_operator.desired import MANAGED_BY, SUPERVISOR_LABEL
-from fairway_operator.names import dns_label
+from fairway_operator.desired import MANAGED_BY
 
 FIELD_MANAGER = "fairway"
 # How the operator's own requests name themselves (kopf's say kopf/<version>): an API server's audit log,
@@ -71,54 +69,31 @@ class Kube:
         if not 200 <= response.status <= 299:
             raise ApiException.from_response(http_resp=response, body=response.data.decode(errors="replace"), data=None)
 
-    def owned(
-        self, namespace: str, supervisor: str, kinds: tuple[str, ...] = ("Deployment", "ConfigMap")
-    ) -> list[dict[str, Any]]:
-        """Deployments and/or ConfigMaps labelled as this supervisor's children."""
-        wanted = {MANAGED_BY: "fairway", SUPERVISOR_LABEL: dns_label(supervisor)}
-        selector = ",".join(f"{k}={v}" for k, v in wanted.items())
-        client = self.apps.api_client
-        found: list[dict[str, Any]] = []
-        listers: dict[str, Any] = {
-            "Deployment": self.apps.list_namespaced_deployment,
-            "ConfigMap": self.core.list_namespaced_config_map,
-        }
-        for kind, lister in ((k, listers[k]) for k in kinds):
-            for item in lister(namespace, label_selector=selector).items:
-                raw = client.sanitize_for_serialization(item)
-                labels = (raw.get("metadata") or {}).get("labels") or {}
-                if all(labels.get(k) == v for k, v in wanted.items()):  # also when a server ignores selectors
-                    raw["kind"] = kind
-                    found.append(raw)
-        return found
-
     def children(self, namespaces: tuple[str, ...]) -> list[dict[str, Any]]:
         """Every Deployment and ConfigMap labelled as the operator's, in these namespaces (all when
         empty): one list per kind (per namespace), for the start-up state of the watches."""
-        selector = f"{MANAGED_BY}=fairway"
-        client = self.apps.api_client
-        listers: list[tuple[str, Any]] = []
-        for ns in namespaces or (None,):
-            if ns is None:
-                listers += [
-                    ("Deployment", lambda: self.apps.list_deployment_for_all_namespaces(label_selector=selector)),
-                    ("ConfigMap", lambda: self.core.list_config_map_for_all_namespaces(label_selector=selector)),
-                ]
-            else:
-                listers += [
-                    (
-                        "Deployment",
-                        functools.partial(self.apps.list_namespaced_deployment, ns, label_selector=selector),
-                    ),
-                    ("ConfigMap", functools.partial(self.core.list_namespaced_config_map, ns, label_selector=selector)),
-                ]
+        wanted = {MANAGED_BY: "fairway"}
         found: list[dict[str, Any]] = []
-        for kind, lister in listers:
-            for item in lister().items:
-                raw = client.sanitize_for_serialization(item)
-                if ((raw.get("metadata") or {}).get("labels") or {}).get(MANAGED_BY) == "fairway":
-                    found.append({**raw, "kind": kind})
+        for kind, everywhere, per_namespace in (
+            ("Deployment", self.apps.list_deployment_for_all_namespaces, self.apps.list_namespaced_deployment),
+            ("ConfigMap", self.core.list_config_map_for_all_namespaces, self.core.list_namespaced_config_map),
+        ):
+            replies = [per_namespace(ns, label_selector=_selector(wanted)) for ns in namespaces] or [
+                everywhere(label_selector=_selector(wanted))
+            ]
+            found += [{**raw, "kind": kind} for reply in replies for raw in self._labelled(reply, wanted)]
         return found
+
+    def _labelled(self, reply: Any, wanted: Mapping[str, str]) -> list[dict[str, Any]]:
+        """A list reply's items as plain dicts, those carrying every wanted label (also when a server
+        ignores the label selector)."""
+        client = self.apps.api_client
+        items = [client.sanitize_for_serialization(item) for item in reply.items]
+        return [
+            raw
+            for raw in items
+            if all(((raw.get("metadata") or {}).get("labels") or {}).get(k) == v for k, v in wanted.items())
+        ]
 
     def delete(self, kind: str, namespace: str, name: str) -> None:
         delete = {
@@ -137,15 +112,9 @@ class Kube:
 
     def pods(self, namespace: str, match_labels: dict[str, str]) -> list[dict[str, Any]]:
         """A pool's pods (its Deployment's selector), as plain dicts."""
-        selector = ",".join(f"{k}={v}" for k, v in match_labels.items())
-        client = self.core.api_client
-        found = []
-        for item in self.core.list_namespaced_pod(namespace, label_selector=selector).items:
-            raw = client.sanitize_for_serialization(item)
-            labels = (raw.get("metadata") or {}).get("labels") or {}
-            if all(labels.get(k) == v for k, v in match_labels.items()):  # also when a server ignores selectors
-                found.append(raw)
-        return found
+        return self._labelled(
+            self.core.list_namespaced_pod(namespace, label_selector=_selector(match_labels)), match_labels
+        )
 
     def annotate_pod(self, namespace: str, name: str, key: str, value: str) -> None:
         """One annotation on a pod (the deletion cost), with a merge patch."""
@@ -188,6 +157,10 @@ class Kube:
         if key not in data:
             raise KeyError(f"Secret {namespace}/{name} has no key {key!r}")
         return base64.b64decode(data[key]).decode()
+
+
+def _selector(labels: Mapping[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in labels.items())
 
 
 def load_config() -> None:

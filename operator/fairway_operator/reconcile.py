@@ -289,14 +289,14 @@ class Reconciler:
         self,
         body: Mapping[str, Any],
         *,
+        owned: list[dict[str, Any]],
         apply: bool = True,
-        owned: list[dict[str, Any]] | None = None,
     ) -> Outcome:
         """The whole pass (`apply`), or, from the periodic loop, observe + rebalance + scale only.
 
-        `owned`: the supervisor's children as the operator's watches already hold them (watched.py),
-        so a pass reads nothing from the API server; None lists them (a caller without watches).
-        A full pass applies only the children that are missing or differ from what it renders.
+        `owned`: the supervisor's children as the operator's watches hold them (watched.py), so a pass
+        reads nothing from the API server. A full pass applies only the children that are missing or
+        differ from what it renders.
         """
         if self.metrics is None:
             return self._pass(body, apply=apply, owned=owned)
@@ -307,7 +307,7 @@ class Reconciler:
             self.metrics.passes.labels("full" if apply else "observe").inc()
             self.metrics.latency.observe(time.perf_counter() - started)
 
-    def _pass(self, body: Mapping[str, Any], *, apply: bool, owned: list[dict[str, Any]] | None) -> Outcome:
+    def _pass(self, body: Mapping[str, Any], *, apply: bool, owned: list[dict[str, Any]]) -> Outcome:
         meta = body["metadata"]
         name, namespace = meta["name"], meta.get("namespace", "default")
         previous_raw = dict(body.get("status") or {})
@@ -321,8 +321,6 @@ class Reconciler:
         pool_obs: list[PoolObservation] = []
         scaled = self.take_scaled((namespace, name))
         try:
-            if owned is None:
-                owned = self.kube.owned(namespace, name, ("Deployment", "ConfigMap") if apply else ("Deployment",))
             deployments = [o for o in owned if o["kind"] == "Deployment"]
             current = replicas_by_pool(deployments)
             ready = {o["metadata"]["name"]: (o.get("status") or {}).get("availableReplicas") or 0 for o in deployments}

@@ -24,6 +24,7 @@ from fairway.queue.access.inspector import Inspector
 from fairway.queue.connection import RedisClient
 from fairway.resource.spec import QueueSupervisorSpec
 from fairway_operator.desired import POOL_KEY, SUPERVISOR_LABEL, pool_selector
+from fairway_operator.watched import supervisor_key
 
 log = logging.getLogger("fairway.operator")
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
@@ -39,8 +40,7 @@ class Supervised:
 
     @property
     def key(self) -> tuple[str, str]:
-        meta = self.body["metadata"]
-        return (meta.get("namespace", "default"), meta["name"])
+        return supervisor_key(self.body)
 
     def replicas(self) -> dict[str, int]:
         return {_pool_of(d): (d.get("spec") or {}).get("replicas") or 0 for d in self.deployments}

@@ -40,6 +40,11 @@ def kept(body: Mapping[str, Any], kind: str) -> dict[str, Any]:
     return out
 
 
+def supervisor_key(body: Mapping[str, Any]) -> SupervisorKey:
+    meta = body["metadata"]
+    return (meta.get("namespace", "default"), meta["name"])
+
+
 def owner_of(child: Mapping[str, Any]) -> Mapping[str, Any] | None:
     refs = (child.get("metadata") or {}).get("ownerReferences") or []
     return next((r for r in refs if r.get("kind") == KIND), None)
@@ -57,8 +62,7 @@ class Watched:
     # -- supervisors -----------------------------------------------------------------------------
 
     def supervisor_seen(self, body: Mapping[str, Any]) -> None:
-        meta = body["metadata"]
-        self.supervisors[(meta.get("namespace", "default"), meta["name"])] = copy.deepcopy(dict(body))
+        self.supervisors[supervisor_key(body)] = copy.deepcopy(dict(body))
 
     def supervisor_gone(self, key: SupervisorKey) -> None:
         self.supervisors.pop(key, None)

@@ -28,6 +28,7 @@ import kmock
 import kopf
 import kubernetes
 import pytest_asyncio
+from aiohttp import web
 
 import fairway_operator.handlers  # noqa: F401  (registers the operator's handlers)
 
@@ -143,8 +144,6 @@ class Emulator(kmock.KubernetesEmulator):  # type: ignore[misc]
         return found is None or bool(found.deleted)
 
     async def _respond(self, payload: dict[str, Any]) -> Any:
-        from aiohttp import web
-
         return web.json_response(payload, status=201)
 
     def _KubernetesEmulator__get_objs(self, request: kmock.Request, strict: bool) -> list[Any]:

@@ -4,6 +4,7 @@ process of its own or any API server: shared by bench/operator_scale.py and the 
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import os
 import re
@@ -21,6 +22,7 @@ import yaml
 
 from fairway.resource.manifests import validate_spec
 from fairway_operator.desired import desired
+from support.kopf_kmock import secret
 from support.redis_procs import free_port
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -140,3 +142,25 @@ def wait_for(check: Callable[[], Any], timeout_s: float, what: str, every_s: flo
 def writes(log: list[Any], since: float, until: float) -> int:
     """The operator's writes in a window of a RecordingProxy's log."""
     return sum(1 for e in log if since <= e.at < until and e.request.by_operator and e.request.verb in WRITES)
+
+
+def create_secrets(core: Any, namespaces: list[str], redis_url: str) -> None:
+    """The Secret `redis` (key `url`) every supervisor of the fleet names, in each of its namespaces."""
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda ns: core.create_namespaced_secret(ns, secret(ns, "redis", redis_url)), namespaces))
+
+
+def create_supervisors(custom: Any, bodies: list[dict[str, Any]]) -> None:
+    """All at once, as `kubectl apply` of a large manifest would (8 requests at a time)."""
+
+    def create(body: dict[str, Any]) -> Any:
+        return custom.create_namespaced_custom_object(GROUP, VERSION, body["metadata"]["namespace"], PLURAL, body)
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        list(pool.map(create, bodies))
+
+
+def statuses_current(custom: Any) -> int:
+    """Supervisors whose status was written for their current generation."""
+    items = custom.list_cluster_custom_object(GROUP, VERSION, PLURAL)["items"]
+    return sum(1 for o in items if (o.get("status") or {}).get("observedGeneration") == o["metadata"].get("generation"))

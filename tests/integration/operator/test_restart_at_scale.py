@@ -10,7 +10,6 @@ the same fleet against any API server with --kubeconfig.
 
 from __future__ import annotations
 
-import concurrent.futures
 import tempfile
 import time
 from pathlib import Path
@@ -19,14 +18,13 @@ import kubernetes
 
 from fairway_operator import rbac
 from fairway_operator.handlers import STATUS_INTERVAL_S
-from support.kopf_kmock import secret
 from support.operator_fleet import (
-    GROUP,
-    PLURAL,
-    VERSION,
     Operator,
     api_server,
+    create_secrets,
+    create_supervisors,
     deployments_of,
+    statuses_current,
     supervisor,
     wait_for,
     writes,
@@ -53,22 +51,13 @@ def test_a_restart_over_1000_supervisors_writes_nothing_and_duplicates_nothing(r
             found += core.list_config_map_for_all_namespaces(label_selector=LABEL).items
             return sorted((o.metadata.namespace, o.metadata.name, o.metadata.resource_version) for o in found)
 
-        def reported() -> bool:
-            items = custom.list_cluster_custom_object(GROUP, VERSION, PLURAL)["items"]
-            current = [o for o in items if (o.get("status") or {}).get("observedGeneration") == 1]
-            return len(current) == FLEET
-
-        with concurrent.futures.ThreadPoolExecutor(8) as pool:
-            list(pool.map(lambda ns: core.create_namespaced_secret(ns, secret(ns, "redis", redis_url)), namespaces))
-            create = lambda b: custom.create_namespaced_custom_object(  # noqa: E731
-                GROUP, VERSION, b["metadata"]["namespace"], PLURAL, b
-            )
-            list(pool.map(create, bodies))
+        create_secrets(core, namespaces, redis_url)
+        create_supervisors(custom, bodies)
         operator = Operator(proxy.url, Path(tempfile.mkdtemp(prefix="fairway-restart-")))
         operator.start()
         try:
             wait_for(lambda: len(children()) >= 2 * expected, 600, "every child", 2.0)
-            wait_for(reported, 300, "every status", 2.0)
+            wait_for(lambda: statuses_current(custom) == FLEET, 300, "every status", 2.0)
         finally:
             operator.stop()
         before = children()
