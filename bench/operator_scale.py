@@ -115,6 +115,7 @@ def run(n: int, kubeconfig: str | None, per_namespace: int, quiet_s: float, time
         redis.cleanup()
     return {
         "supervisors": n,
+        "supervisors_per_namespace_and_secret": per_namespace,
         "deployments": expected,
         "create_requests_s": round(created_s, 1),
         "all_deployments_s": round(all_applied_s, 1),
@@ -125,6 +126,7 @@ def run(n: int, kubeconfig: str | None, per_namespace: int, quiet_s: float, time
         "writes_per_supervisor": round(writes(proxy.log, started, settled) / n, 2),
         "quiet_s": quiet_s,
         "quiet_writes": quiet_writes,
+        "quiet_requests": by_kind(proxy.log, settled, quiet_end, 1),
         "quiet_cpu_s": round(cpu_quiet, 1),
         "restart_resumed_s": round(resumed_s, 1),
         "restart_cpu_s": round(cpu_restart, 1),
@@ -141,7 +143,13 @@ def main() -> None:
         "--supervisors", type=int, nargs="+", default=[100, 1000], help="each N to run (default 100 1000)"
     )
     parser.add_argument("--kubeconfig", default=None, help="run against this cluster instead of the emulator")
-    parser.add_argument("--per-namespace", type=int, default=10, dest="per_namespace", help="supervisors per namespace")
+    parser.add_argument(
+        "--per-namespace",
+        type=int,
+        default=10,
+        dest="per_namespace",
+        help="supervisors per namespace (each namespace has one Redis Secret they all name)",
+    )
     parser.add_argument("--quiet", type=float, default=30.0, help="seconds of nothing changing, writes counted")
     parser.add_argument("--timeout", type=float, default=900.0, help="give up on a phase after this long")
     args = parser.parse_args()
@@ -150,7 +158,8 @@ def main() -> None:
         result = run(n, args.kubeconfig, args.per_namespace, args.quiet, args.timeout)
         results.append(result)
         print(json.dumps(result, indent=2), flush=True)
-    out = Path(__file__).parent / "results" / "operator_scale.json"
+    suffix = "" if args.per_namespace == 10 else f"-{args.per_namespace}-per-namespace"
+    out = Path(__file__).parent / "results" / f"operator_scale{suffix}.json"
     out.write_text(json.dumps({"server": args.kubeconfig or "kmock emulator", "runs": results}, indent=2) + "\n")
 
 

@@ -26,6 +26,7 @@ from fairway_operator.desired import DEFAULT_IMAGE, MANAGED_BY
 from fairway_operator.kube import Kube
 from fairway_operator.reconcile import Outcome, Reconciler
 from fairway_operator.scaling import Scaler, Supervised
+from fairway_operator.secret_watch import SecretWatches
 from fairway_operator.settings import configure_persistence, configure_scanning
 from fairway_operator.watched import Watched, owner_of, supervisor_key
 
@@ -39,8 +40,10 @@ RETRY_DELAY_S = 10.0  # a full pass that met an API error runs again after this 
 
 def _reconciler(memo: kopf.Memo) -> Reconciler:
     if getattr(memo, "reconciler", None) is None:
+        kube = Kube()
         memo.reconciler = Reconciler(
-            Kube(),
+            kube,
+            SecretWatches(kube.core.api_client, asyncio.get_running_loop()),
             default_image=getattr(memo, "worker_image", None) or DEFAULT_IMAGE,
             metrics=getattr(memo, "metrics", None),
             readable_secrets=getattr(memo, "redis_secrets", None),
@@ -69,6 +72,9 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
     if task is not None:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+    reconciler = getattr(memo, "reconciler", None)
+    if reconciler is not None:
+        await reconciler.secrets.close()
 
 
 def _report(body: Mapping[str, Any], outcome: Outcome) -> None:
@@ -228,11 +234,14 @@ async def _balance_and_refresh(memo: kopf.Memo) -> None:
             for key in watched.unconfirmed():  # listed at start-up, gone before the watch began
                 retries[key] = now
             resized: list[Supervised] = []
+            named: set[tuple[str, str]] = set()  # the Redis URLs' Secrets, (namespace, name)
             for key in list(index):
                 body = index.get(key)
                 if body is None or body["metadata"].get("deletionTimestamp"):
                     continue
                 spec = reconciler.specs.report(body).spec
+                if spec is not None and spec.redis.secret_ref is not None:
+                    named.add((key[0], spec.redis.secret_ref.name))
                 if spec is not None and spec.policy.resized:
                     resized.append(Supervised(body, spec, watched.owned(body, "Deployment")))
                 if key in retries and retries[key] <= now and key not in running:
@@ -250,6 +259,7 @@ async def _balance_and_refresh(memo: kopf.Memo) -> None:
                 task = asyncio.create_task(visit(key, body))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
+            reconciler.secrets.retain(named)
             if resized and (polling is None or polling.done()):
                 polling = loop.run_in_executor(poller, scaler.poll, resized)
             for gone in (set(refreshed) | set(retries) | set(memo.statuses)) - set(index):

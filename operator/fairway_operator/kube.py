@@ -8,7 +8,6 @@ Every verb used here is listed in `fairway_operator.rbac`, which the Helm chart 
 
 from __future__ import annotations
 
-import base64
 import datetime
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -150,13 +149,6 @@ class Kube:
 
     def patch_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
         self._patch(STATUS.format(ns=namespace, name=name), {"status": status}, MERGE)
-
-    def secret_value(self, namespace: str, name: str, key: str) -> str:
-        secret = self.core.read_namespaced_secret(name, namespace)
-        data = secret.data or {}
-        if key not in data:
-            raise KeyError(f"Secret {namespace}/{name} has no key {key!r}")
-        return base64.b64decode(data[key]).decode()
 
 
 def _selector(labels: Mapping[str, str]) -> str:

@@ -2,9 +2,11 @@
 
 Every API call in `kube.py` and everything kopf does (watching, posting Events, peering) is covered;
 nothing else is granted, and every rule is used: the operator tests record each request and check both
-(tests/integration/operator/conftest.py). Secrets are a rule of their own: the operator reads (`get` only) a
-supervisor's Redis URL from one, and the chart grants that only for the Secret names in its
-`redisSecrets.names` (RBAC `resourceNames`), never every Secret of a namespace.
+(tests/integration/operator/conftest.py). Secrets are a rule of their own: the operator follows the Secret holding a
+supervisor's Redis URL with a watch of that one Secret (a list and watch narrowed by the field selector
+`metadata.name=<name>`, which is how a server authorizes them by name), and the chart grants that only
+for the Secret names in its `redisSecrets.names` (RBAC `resourceNames`), never every Secret of a
+namespace (fairway_operator.secret_watch).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ RULES: list[dict[str, Any]] = [
 ]
 
 # Narrowed by the chart with resourceNames (values: redisSecrets.names); left out when that list is empty.
-SECRET_RULE: dict[str, Any] = {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}
+SECRET_RULE: dict[str, Any] = {"apiGroups": [""], "resources": ["secrets"], "verbs": ["list", "watch"]}
 
 # Only when the operator watches every namespace: kopf follows CRDs coming and going. (Watching named
 # namespaces, the operator turns kopf's scanning off: a Role cannot grant cluster-scoped reads.)

@@ -33,9 +33,9 @@ from fairway_operator.drift import to_apply
 from fairway_operator.kube import Kube, names_of
 from fairway_operator.metrics import OperatorMetrics
 from fairway_operator.report import Observations, PoolObservation, Scaled, build_status, parse_status
+from fairway_operator.secret_watch import SecretUnreadable, SecretWatches
 
 REDIS_ERRORS: tuple[type[BaseException], ...] = (*CONNECTION_ERRORS, OSError)
-SECRET_CACHE_S = 30.0  # a rotated Secret is picked up within this long
 REPUSH_S = 60.0  # pauses and tenant settings are pushed to Redis again after this long, changed or not
 SPEC_CACHE_SIZE = 4096  # specs remembered; far more than the supervisors one operator watches
 
@@ -78,13 +78,21 @@ class SpecCache:
     def __init__(self) -> None:
         self._reports: dict[tuple[Any, ...], ValidationReport] = {}
         self._children: dict[tuple[Any, ...], list[PoolChildren]] = {}
+        # Per supervisor, the body object last keyed and its key: the periodic loop asks again for the
+        # same object every second, and serializing a thousand specs a second showed in profiles.
+        self._last: dict[tuple[Any, ...], tuple[Mapping[str, Any], tuple[Any, ...]]] = {}
         self._lock = threading.Lock()
 
-    @staticmethod
-    def _key(body: Mapping[str, Any]) -> tuple[Any, ...]:
+    def _key(self, body: Mapping[str, Any]) -> tuple[Any, ...]:
         meta = body["metadata"]
-        spec = json.dumps(body.get("spec"), sort_keys=True, default=str)
-        return (meta.get("uid"), meta["name"], meta.get("namespace"), spec)
+        who = (meta.get("uid"), meta["name"], meta.get("namespace"))
+        last = self._last.get(who)
+        if last is not None and last[0] is body:
+            return last[1]
+        key = (*who, json.dumps(body.get("spec"), sort_keys=True, default=str))
+        with self._lock:
+            self._last[who] = (body, key)  # (holding the body: its id cannot be reused while it is here)
+        return key
 
     def report(self, body: Mapping[str, Any]) -> ValidationReport:
         key = self._key(body)
@@ -98,6 +106,11 @@ class SpecCache:
                     self._children.clear()
                 self._reports[key] = found
         return found
+
+    def forget(self, namespace: str, name: str) -> None:
+        with self._lock:
+            for who in [w for w in self._last if w[1:] == (name, namespace)]:
+                del self._last[who]
 
     def children(
         self, body: Mapping[str, Any], spec: QueueSupervisorSpec, image: str, current: Mapping[str, int]
@@ -146,12 +159,14 @@ class Reconciler:
     def __init__(
         self,
         kube: Kube,
+        secrets: SecretWatches,
         redis: RedisViews | None = None,
         default_image: str = DEFAULT_IMAGE,
         metrics: OperatorMetrics | None = None,
         readable_secrets: frozenset[str] | None = None,
     ) -> None:
         self.kube = kube
+        self.secrets = secrets  # the Redis URLs' Secrets, each followed by a watch
         # The Secret names RBAC lets the operator read (the chart's redisSecrets.names); None: any.
         self.readable_secrets = readable_secrets
         self.redis = redis or RedisViews()
@@ -163,10 +178,7 @@ class Reconciler:
         self.runtimes: dict[tuple[str, str], dict[str, float | None]] = {}
         self._scaled: dict[tuple[str, str], dict[str, Scaled]] = {}
         self._scaled_lock = threading.Lock()
-        self._secrets: dict[tuple[str, str, str], tuple[float, str]] = {}
         self._pushed: dict[tuple[str, str], tuple[QueueSupervisorSpec, RedisClient, float]] = {}
-        self._secret_locks: dict[tuple[str, str, str], threading.Lock] = {}
-        self._secret_locks_lock = threading.Lock()
         # Children applied whose watch event has not come back yet: (namespace, kind, name) -> what was
         # applied. A pass that runs before the watch catches up does not apply them again.
         self._in_flight: dict[tuple[str, str, str], dict[str, Any]] = {}
@@ -193,20 +205,12 @@ class Reconciler:
         assert ref is not None  # the spec rules require exactly one of url and secretRef
         if self.readable_secrets is not None and ref.name not in self.readable_secrets:
             raise SecretNotGranted(ref.name)  # never requested: the API server would refuse it
-        key = (namespace, ref.name, ref.key)
-        with self._secret_locks_lock:
-            lock = self._secret_locks.setdefault(key, threading.Lock())
-        with lock:  # passes of supervisors sharing a Secret, missing the cache together, read it once
-            cached = self._secrets.get(key)
-            if cached is not None and time.monotonic() - cached[0] < SECRET_CACHE_S:
-                return cached[1]
-            url = self.kube.secret_value(namespace, ref.name, ref.key)
-            self._secrets[key] = (time.monotonic(), url)
-            return url
+        return self.secrets.value(namespace, ref.name, ref.key)
 
     def forget(self, key: tuple[str, str]) -> None:
         """A supervisor is gone: drop what was kept for it."""
         self.planners.forget(*key)
+        self.specs.forget(*key)
         self.runtimes.pop(key, None)
         self._pushed.pop(key, None)
         self.take_scaled(key)
@@ -252,7 +256,7 @@ class Reconciler:
                     "(the operator's --redis-secrets), or set spec.redis.url"
                 ),
             )
-        except (ApiException, KeyError) as exc:
+        except SecretUnreadable as exc:
             return None, None, f"cannot read the Redis URL from its Secret: {exc}"
         except ValueError as exc:  # not a Redis URL at all; the message of a parser may quote it, so not shown
             return None, None, f"{_url_source(spec)} is not a usable Redis URL ({type(exc).__name__}); {_URL_FIX}"

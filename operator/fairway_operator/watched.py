@@ -55,6 +55,7 @@ class Watched:
         self.supervisors: dict[SupervisorKey, dict[str, Any]] = {}
         self._children: dict[ChildKey, dict[str, Any]] = {}
         self._by_owner: dict[SupervisorKey, set[ChildKey]] = {}
+        self._owner_uid: dict[ChildKey, Any] = {}  # (read once per event, not on every lookup)
         self._unconfirmed: dict[ChildKey, float] = {}
         self._lock = threading.Lock()
         self._clock = clock
@@ -87,6 +88,7 @@ class Watched:
         with self._lock:
             self._forget(key)
             self._children[key] = kept(body, kind)
+            self._owner_uid[key] = owner.get("uid")
             self._by_owner.setdefault((key[0], str(owner["name"])), set()).add(key)
         return key
 
@@ -96,6 +98,7 @@ class Watched:
 
     def _forget(self, key: ChildKey) -> None:
         self._unconfirmed.pop(key, None)
+        self._owner_uid.pop(key, None)
         child = self._children.pop(key, None)
         owner = owner_of(child) if child else None
         if owner is not None:
@@ -111,8 +114,7 @@ class Watched:
         uid = meta.get("uid")
         with self._lock:
             keys = sorted(self._by_owner.get((meta.get("namespace", "default"), meta["name"]), ()))
-            found = [self._children[k] for k in keys if kind in (None, k[1])]
-        return [c for c in found if (owner_of(c) or {}).get("uid") == uid]
+            return [self._children[k] for k in keys if kind in (None, k[1]) and self._owner_uid[k] == uid]
 
     def unconfirmed(self) -> list[SupervisorKey]:
         """Drop the start-up entries no watch event confirmed in time; their supervisors, to pass again."""

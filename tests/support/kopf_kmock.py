@@ -66,7 +66,32 @@ def requested(request: kmock.Request) -> Requested:
     sub = f"/{request.subresource}" if request.subresource else ""
     agent = str(request.headers.get("User-Agent", "")) if request.headers else ""
     group = str(getattr(res, "group", "") or "") if res is not None else ""
-    return Requested(verb, group, plural + sub if plural else "", request.namespace, request.name, agent)
+    # A list or watch narrowed to one name by its field selector is authorized for that name (the
+    # apiserver's RequestInfo takes it from the selector), so RBAC resourceNames can grant it.
+    name = request.name if verb not in ("list", "watch") else request.name or selected_name(request)
+    return Requested(verb, group, plural + sub if plural else "", request.namespace, name, agent)
+
+
+def selected_name(request: kmock.Request) -> str | None:
+    """The name a request's field selector requires; a field a server does not index for every resource
+    is refused with 400, as a real server refuses it."""
+    try:
+        return required_name(str((request.params or {}).get("fieldSelector", "") or ""))
+    except ValueError as exc:
+        raise kmock.KubernetesError(status=400, reason="BadRequest", message=str(exc)) from exc
+
+
+def required_name(selector: str) -> str | None:
+    """The name a field selector requires (`metadata.name=<name>`), as the apiserver reads it."""
+    name = None
+    for term in filter(None, (t.strip() for t in selector.split(","))):
+        field, operator, value = term.partition("!=") if "!=" in term else term.partition("=")
+        field, value = field.strip(), value.lstrip("=").strip()
+        if field not in ("metadata.name", "metadata.namespace"):
+            raise ValueError(f'field label not supported: "{field}"')
+        if field == "metadata.name" and operator == "=":
+            name = value
+    return name
 
 
 class Emulator(kmock.KubernetesEmulator):  # type: ignore[misc]
@@ -167,29 +192,45 @@ class Emulator(kmock.KubernetesEmulator):  # type: ignore[misc]
         return {**result, "groupVersion": str(result["groupVersion"]).lstrip("/")}
 
     async def _serve_list(self, request: kmock.Request) -> Any:
+        name = selected_name(request)  # (kmock ignores field selectors)
+        if name is not None and request.namespace is not None:  # one lookup, as for a get
+            found = self._objects._objects.get((request.resource, request.namespace, name))
+            items = [found.raw] if found is not None and not found.deleted else []
+            return {"metadata": {"resourceVersion": str(next(self._rv))}, "items": items}
         result = await super()._serve_list(request)
+        if name is not None:
+            result = {**result, "items": [i for i in result.get("items") or [] if i["metadata"].get("name") == name]}
         return {**result, "metadata": {"resourceVersion": str(next(self._rv))}}
 
     async def _serve_watch(self, request: kmock.Request) -> Any:
         yield b""
+        wanted = request.name or selected_name(request)
         since = request.params.get("resourceVersion", "")
         since = int(since) if since.isdigit() else 0
         async with self._lock:
             marker = await self._buses[request.resource].mark()
+            found = self._objects._objects.get((request.resource, request.namespace, wanted))
+            candidates = (
+                (  # one object by name is one lookup, as a real server's watch cache does it
+                    [((request.resource, request.namespace, wanted), found)] if found is not None else []
+                )
+                if wanted is not None and request.namespace is not None
+                else self.objects.items()
+            )
             objs = [
                 obj.raw
-                for (res, ns, name), obj in self.objects.items()
+                for (res, ns, name), obj in candidates
                 if res == request.resource
                 and not obj.deleted
                 and request.namespace in (None, ns)
-                and request.name in (None, name)
+                and wanted in (None, name)
                 and int(obj.raw.get("metadata", {}).get("resourceVersion", 0)) > since
             ]
         for raw in objs:
             yield {"type": "ADDED", "object": raw}
         async for event in marker:
             meta = event["object"].get("metadata", {})
-            if request.namespace in (None, meta.get("namespace")) and request.name in (None, meta.get("name")):
+            if request.namespace in (None, meta.get("namespace")) and wanted in (None, meta.get("name")):
                 yield event
 
 
@@ -243,6 +284,7 @@ async def running_operator(
     stop, ready = threading.Event(), threading.Event()
     url = k8s if isinstance(k8s, str) else str(k8s.url).rstrip("/")
     settings = {"kmock_url": url, "loop_tick_s": 0.2, "status_interval_s": 1.0, "namespaces": namespaces, **memo}
+    shared = kopf.Memo(**settings)
     thread = threading.Thread(
         target=lambda: asyncio.run(
             kopf.operator(
@@ -252,10 +294,11 @@ async def running_operator(
                 peering_name=peering,
                 stop_flag=stop,
                 ready_flag=ready,
-                memo=kopf.Memo(**settings),
+                memo=shared,
             )
         )
     )
+    thread.memo = shared  # type: ignore[attr-defined]  # (kopf shallow-copies it per object; what startup sets is shared)
     thread.start()
     try:
         assert await asyncio.to_thread(ready.wait, 10)

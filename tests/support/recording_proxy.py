@@ -19,7 +19,7 @@ import aiohttp
 import kubernetes
 from aiohttp import web
 
-from support.kopf_kmock import Requested
+from support.kopf_kmock import Requested, required_name
 
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host", "te", "upgrade"}
 
@@ -44,6 +44,10 @@ def classify(method: str, path: str, query: dict[str, str], agent: str) -> Reque
     verb = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(method.upper(), "get")
     if verb == "get" and name is None:
         verb = "watch" if query.get("watch") in ("true", "1") else "list"
+        try:
+            name = required_name(query.get("fieldSelector", ""))  # (authorized by that name)
+        except ValueError:
+            name = None
     return Requested(verb, group, resource + sub, namespace, name, agent)
 
 
@@ -107,8 +111,8 @@ class RecordingProxy:
                     status=answer.status,
                     headers={k: v for k, v in answer.headers.items() if k.lower() not in HOP_BY_HOP},
                 )
-                await response.prepare(request)
                 try:
+                    await response.prepare(request)
                     async for chunk in answer.content.iter_any():
                         await response.write(chunk)
                     await response.write_eof()
@@ -118,7 +122,11 @@ class RecordingProxy:
 
         async def start() -> web.AppRunner:
             nonlocal session
-            session = aiohttp.ClientSession(auto_decompress=False, timeout=aiohttp.ClientTimeout(total=None))
+            session = aiohttp.ClientSession(  # no limit on connections (aiohttp's is 100): each watch holds one
+                connector=aiohttp.TCPConnector(limit=0),
+                auto_decompress=False,
+                timeout=aiohttp.ClientTimeout(total=None),
+            )
             app = web.Application(client_max_size=64 * 1024 * 1024)
             app.router.add_route("*", "/{tail:.*}", forward)
             runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)  # (watches: cut, not waited for)

@@ -40,7 +40,8 @@ async def test_the_operators_requests_are_recorded_and_each_rule_they_use_is_nee
     for needed in [
         ("create", "apps", "deployments"),
         ("create", "", "configmaps"),
-        ("get", "", "secrets"),
+        ("list", "", "secrets"),
+        ("watch", "", "secrets"),
         ("patch", "fairway.dev", "queuesupervisors/status"),
         ("watch", "fairway.dev", "queuesupervisors"),
     ]:
@@ -54,6 +55,9 @@ async def test_the_operators_requests_are_recorded_and_each_rule_they_use_is_nee
         ]
         assert not_granted(narrowed, mine, cluster_role=True), f"without {verb} {group}/{resource} nothing failed"
     assert not_granted(rules, mine, cluster_role=False), "cluster-wide watches need the ClusterRole"
+    # As the chart grants Secrets, by name: every Secret request names its Secret (a field selector).
+    by_name = [*rbac.RULES, {**rbac.SECRET_RULE, "resourceNames": ["redis"]}, *rbac.CLUSTER_ONLY_RULES]
+    assert not_granted(by_name, mine, cluster_role=True) == []
 
 
 def peering_object(kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
@@ -120,7 +124,7 @@ def test_every_rule_the_chart_grants_is_used_by_some_operator_test(request: pyte
 @pytest.mark.asyncio
 @pytest.mark.usefixtures("redis_secret")
 async def test_a_secret_the_chart_does_not_grant_is_never_requested(k8s: Emulator) -> None:
-    """The chart grants `get` on the Secrets in redisSecrets.names only, and tells the operator those
+    """The chart grants `list` and `watch` on the Secrets in redisSecrets.names only, and tells the operator those
     names (--redis-secrets): a supervisor naming another one is told what to do, and that Secret is
     never asked for (a real API server would refuse it)."""
     start = len(REQUESTS)
