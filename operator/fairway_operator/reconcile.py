@@ -78,20 +78,22 @@ class SpecCache:
     def __init__(self) -> None:
         self._reports: dict[tuple[Any, ...], ValidationReport] = {}
         self._children: dict[tuple[Any, ...], list[PoolChildren]] = {}
-        # Per supervisor, the body object last keyed and its key: the periodic loop asks again for the
-        # same object every second, and serializing a thousand specs a second showed in profiles.
-        self._last: dict[tuple[Any, ...], tuple[Mapping[str, Any], tuple[Any, ...]]] = {}
+        # Per supervisor, the spec object last keyed and its key: the periodic loop asks again for the
+        # same body every second, and status passes for copies of it sharing its spec (handlers._latest);
+        # serializing a thousand specs a second showed in profiles.
+        self._last: dict[tuple[Any, ...], tuple[Any, tuple[Any, ...]]] = {}
         self._lock = threading.Lock()
 
     def _key(self, body: Mapping[str, Any]) -> tuple[Any, ...]:
         meta = body["metadata"]
         who = (meta.get("uid"), meta["name"], meta.get("namespace"))
+        spec = body.get("spec")
         last = self._last.get(who)
-        if last is not None and last[0] is body:
+        if last is not None and last[0] is spec and spec is not None:
             return last[1]
-        key = (*who, json.dumps(body.get("spec"), sort_keys=True, default=str))
+        key = (*who, json.dumps(spec, sort_keys=True, default=str))
         with self._lock:
-            self._last[who] = (body, key)  # (holding the body: its id cannot be reused while it is here)
+            self._last[who] = (spec, key)  # (holding the spec: its id cannot be reused while it is here)
         return key
 
     def report(self, body: Mapping[str, Any]) -> ValidationReport:
