@@ -86,6 +86,45 @@ class _Track:
     since: float | None = None  # first sample since the planner (or the pool) started
     changed_at: float | None = None
     last: PoolSample | None = None
+    # The windows' least growth and most keep, as monotonic deques (t, pods): each step reads them in
+    # O(1) instead of scanning a window of samples (one a second per pool: 300 with a 5-minute
+    # scaleDownDelay, for every pool of every supervisor the operator polls).
+    grow_low: deque[tuple[float, int]] = field(default_factory=deque)
+    keep_high: deque[tuple[float, int]] = field(default_factory=deque)
+
+    def add(self, t: float, grow: int, keep: int) -> None:
+        went_back = bool(self.grow_low) and t < max(self.grow_low[-1][0], self.keep_high[-1][0])
+        self.samples.append((t, grow, keep))
+        if went_back:  # (a clock that went back: rebuilt from the samples, which stay the truth)
+            self.grow_low.clear()
+            self.keep_high.clear()
+            for at, g, k in sorted(self.samples):
+                self._push(at, g, k)
+        else:
+            self._push(t, grow, keep)
+
+    def _push(self, t: float, grow: int, keep: int) -> None:
+        while self.grow_low and self.grow_low[-1][1] >= grow:
+            self.grow_low.pop()
+        self.grow_low.append((t, grow))
+        while self.keep_high and self.keep_high[-1][1] <= keep:
+            self.keep_high.pop()
+        self.keep_high.append((t, keep))
+
+    def least_grow(self, now: float, window_s: float, kept_s: float) -> int | None:
+        """The least growth among the samples of the last window_s still kept (the step drops those
+        older than kept_s; None: none)."""
+        return _front(self.grow_low, now, window_s, kept_s)
+
+    def most_keep(self, now: float, window_s: float, kept_s: float) -> int | None:
+        return _front(self.keep_high, now, window_s, kept_s)
+
+
+def _front(extremes: deque[tuple[float, int]], now: float, window_s: float, kept_s: float) -> int | None:
+    cutoff = max(now - window_s - 1e-9, now - kept_s)  # (t >= cutoff, exactly as a scan of the samples)
+    while extremes and extremes[0][0] < cutoff:
+        extremes.popleft()
+    return extremes[0][1] if extremes else None
 
 
 MARGIN = 0.25  # of a pod: how far demand must exceed a size's slots before the size is outgrown
@@ -134,6 +173,7 @@ def describe(pool: str, before: int, after: int, sample: PoolSample | None, conc
 class Planner:
     def __init__(self, rules: ScalingRules, replicas: Mapping[str, int]) -> None:
         self.rules = rules
+        self._kept_s = max(rules.cooldown_s, rules.scale_down_delay_s)  # samples older than this are dropped
         self.tracks = {name: _Track(n) for name, n in replicas.items()}
 
     @property
@@ -155,13 +195,13 @@ class Planner:
         there is nothing to resize until it exists."""
         rules = self.rules
         samples = {name: sample for name, sample in samples.items() if name in self.tracks}
-        keep = max(rules.cooldown_s, rules.scale_down_delay_s)
+        keep = self._kept_s
         for name, sample in samples.items():
             track = self.tracks[name]
             track.last = sample
             sample = self._smoothed(track, now, sample)
             grow = needed_pods(sample, track.replicas, rules, margin=MARGIN)
-            track.samples.append((now, grow, needed_pods(sample, track.replicas, rules)))
+            track.add(now, grow, needed_pods(sample, track.replicas, rules))
             if track.since is None:
                 track.since = now
             while track.samples and track.samples[0][0] < now - keep:
@@ -189,12 +229,14 @@ class Planner:
         if not rested:
             return current, ""
         if now - track.since >= rules.cooldown_s - 1e-9:
-            up = min(n for t, n, _ in track.samples if t >= now - rules.cooldown_s - 1e-9)
+            up = track.least_grow(now, rules.cooldown_s, self._kept_s)
+            assert up is not None  # (this step's own sample is in the window)
             if up > current:
                 waited = track.last is not None and _waited_too_long(track.last, rules)
                 return min(up, current + rules.max_shift), "targetWait" if waited else "demand"
         if now - track.since >= rules.scale_down_delay_s - 1e-9:
-            down = max(n for t, _, n in track.samples if t >= now - rules.scale_down_delay_s - 1e-9)
+            down = track.most_keep(now, rules.scale_down_delay_s, self._kept_s)
+            assert down is not None
             if down < current:
                 return max(down, current - rules.max_shift, rules.min_processes), "idle"
         return current, ""
@@ -202,8 +244,8 @@ class Planner:
     def _want(self, now: float, name: str) -> int:
         """What a pool would grow to were there room: the least need of the last cooldown."""
         track = self.tracks[name]
-        window = [n for t, n, _ in track.samples if t >= now - self.rules.cooldown_s - 1e-9]
-        return max(min(window, default=track.replicas), 0)
+        least = track.least_grow(now, self.rules.cooldown_s, self._kept_s)
+        return max(track.replicas if least is None else least, 0)
 
     def _within_total(
         self, now: float, proposals: dict[str, tuple[int, str]], samples: Mapping[str, PoolSample]
