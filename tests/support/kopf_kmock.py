@@ -68,7 +68,7 @@ def requested(request: kmock.Request) -> Requested:
     group = str(getattr(res, "group", "") or "") if res is not None else ""
     # A list or watch narrowed to one name by its field selector is authorized for that name (the
     # apiserver's RequestInfo takes it from the selector), so RBAC resourceNames can grant it.
-    name = request.name if verb not in ("list", "watch") else request.name or selected_name(request)
+    name = request.name or (selected_name(request) if verb in ("list", "watch") else None)
     return Requested(verb, group, plural + sub if plural else "", request.namespace, name, agent)
 
 
@@ -193,14 +193,20 @@ class Emulator(kmock.KubernetesEmulator):  # type: ignore[misc]
 
     async def _serve_list(self, request: kmock.Request) -> Any:
         name = selected_name(request)  # (kmock ignores field selectors)
-        if name is not None and request.namespace is not None:  # one lookup, as for a get
-            found = self._objects._objects.get((request.resource, request.namespace, name))
-            items = [found.raw] if found is not None and not found.deleted else []
+        if name is not None and request.namespace is not None:
+            items = [obj.raw for _, obj in self._named(request, name) if not obj.deleted]
             return {"metadata": {"resourceVersion": str(next(self._rv))}, "items": items}
         result = await super()._serve_list(request)
         if name is not None:
             result = {**result, "items": [i for i in result.get("items") or [] if i["metadata"].get("name") == name]}
         return {**result, "metadata": {"resourceVersion": str(next(self._rv))}}
+
+    def _named(self, request: kmock.Request, name: str | None) -> list[tuple[Any, Any]]:
+        """The one object of this resource, namespace and name, as (key, object): one lookup, as a real
+        server's watch cache serves a list or watch by name."""
+        key = (request.resource, request.namespace, name)
+        found = self._objects._objects.get(key)
+        return [(key, found)] if found is not None else []
 
     async def _serve_watch(self, request: kmock.Request) -> Any:
         yield b""
@@ -209,14 +215,8 @@ class Emulator(kmock.KubernetesEmulator):  # type: ignore[misc]
         since = int(since) if since.isdigit() else 0
         async with self._lock:
             marker = await self._buses[request.resource].mark()
-            found = self._objects._objects.get((request.resource, request.namespace, wanted))
-            candidates = (
-                (  # one object by name is one lookup, as a real server's watch cache does it
-                    [((request.resource, request.namespace, wanted), found)] if found is not None else []
-                )
-                if wanted is not None and request.namespace is not None
-                else self.objects.items()
-            )
+            named = wanted is not None and request.namespace is not None
+            candidates = self._named(request, wanted) if named else self.objects.items()
             objs = [
                 obj.raw
                 for (res, ns, name), obj in candidates

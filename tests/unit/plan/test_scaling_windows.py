@@ -20,13 +20,11 @@ steps = st.lists(
 def test_window_extremes_equal_a_scan_of_the_samples(
     steps: list[tuple[float, int, int]], cooldown: float, delay: float
 ) -> None:
-    track, now, keep = _Track(replicas=1), 0.0, max(cooldown, delay)
+    track, now = _Track(replicas=1, kept_s=max(cooldown, delay)), 0.0
     for advance, grow, kept in steps:
         now += advance
-        track.add(now, grow, kept)
-        while track.samples and track.samples[0][0] < now - keep:  # as Planner.step evicts
-            track.samples.popleft()
+        track.add(now, grow, kept)  # (which drops the samples older than kept_s, as the planner did)
         low = [g for t, g, _ in track.samples if t >= now - cooldown - 1e-9]
         high = [k for t, _, k in track.samples if t >= now - delay - 1e-9]
-        assert track.least_grow(now, cooldown, keep) == (min(low) if low else None)
-        assert track.most_keep(now, delay, keep) == (max(high) if high else None)
+        assert track.least_grow(now, cooldown) == (min(low) if low else None)
+        assert track.most_keep(now, delay) == (max(high) if high else None)

@@ -81,6 +81,7 @@ class Change:
 @dataclass
 class _Track:
     replicas: int
+    kept_s: float  # samples older than this are dropped (the longer of the two windows)
     samples: deque[tuple[float, int, int]] = field(default_factory=deque)  # (t, pods to grow to, pods to keep)
     busy: deque[tuple[float, float]] = field(default_factory=deque)  # (t, busy slots): the targetWait average
     since: float | None = None  # first sample since the planner (or the pool) started
@@ -95,6 +96,8 @@ class _Track:
     def add(self, t: float, grow: int, keep: int) -> None:
         went_back = bool(self.grow_low) and t < max(self.grow_low[-1][0], self.keep_high[-1][0])
         self.samples.append((t, grow, keep))
+        while self.samples and self.samples[0][0] < t - self.kept_s:
+            self.samples.popleft()
         if went_back:  # (a clock that went back: rebuilt from the samples, which stay the truth)
             self.grow_low.clear()
             self.keep_high.clear()
@@ -111,20 +114,18 @@ class _Track:
             self.keep_high.pop()
         self.keep_high.append((t, keep))
 
-    def least_grow(self, now: float, window_s: float, kept_s: float) -> int | None:
-        """The least growth among the samples of the last window_s still kept (the step drops those
-        older than kept_s; None: none)."""
-        return _front(self.grow_low, now, window_s, kept_s)
+    def least_grow(self, now: float, window_s: float) -> int | None:
+        """The least growth among the kept samples of the last window_s (None: none)."""
+        return self._front(self.grow_low, now, window_s)
 
-    def most_keep(self, now: float, window_s: float, kept_s: float) -> int | None:
-        return _front(self.keep_high, now, window_s, kept_s)
+    def most_keep(self, now: float, window_s: float) -> int | None:
+        return self._front(self.keep_high, now, window_s)
 
-
-def _front(extremes: deque[tuple[float, int]], now: float, window_s: float, kept_s: float) -> int | None:
-    cutoff = max(now - window_s - 1e-9, now - kept_s)  # (t >= cutoff, exactly as a scan of the samples)
-    while extremes and extremes[0][0] < cutoff:
-        extremes.popleft()
-    return extremes[0][1] if extremes else None
+    def _front(self, extremes: deque[tuple[float, int]], now: float, window_s: float) -> int | None:
+        cutoff = max(now - window_s - 1e-9, now - self.kept_s)  # (t >= cutoff, exactly as a scan of the samples)
+        while extremes and extremes[0][0] < cutoff:
+            extremes.popleft()
+        return extremes[0][1] if extremes else None
 
 
 MARGIN = 0.25  # of a pod: how far demand must exceed a size's slots before the size is outgrown
@@ -173,8 +174,8 @@ def describe(pool: str, before: int, after: int, sample: PoolSample | None, conc
 class Planner:
     def __init__(self, rules: ScalingRules, replicas: Mapping[str, int]) -> None:
         self.rules = rules
-        self._kept_s = max(rules.cooldown_s, rules.scale_down_delay_s)  # samples older than this are dropped
-        self.tracks = {name: _Track(n) for name, n in replicas.items()}
+        self._kept_s = max(rules.cooldown_s, rules.scale_down_delay_s)
+        self.tracks = {name: _Track(n, self._kept_s) for name, n in replicas.items()}
 
     @property
     def replicas(self) -> dict[str, int]:
@@ -185,7 +186,7 @@ class Planner:
         for name, n in replicas.items():
             track = self.tracks.get(name)
             if track is None:
-                self.tracks[name] = _Track(n)
+                self.tracks[name] = _Track(n, self._kept_s)
             else:
                 track.replicas = n
 
@@ -195,7 +196,6 @@ class Planner:
         there is nothing to resize until it exists."""
         rules = self.rules
         samples = {name: sample for name, sample in samples.items() if name in self.tracks}
-        keep = self._kept_s
         for name, sample in samples.items():
             track = self.tracks[name]
             track.last = sample
@@ -204,8 +204,6 @@ class Planner:
             track.add(now, grow, needed_pods(sample, track.replicas, rules))
             if track.since is None:
                 track.since = now
-            while track.samples and track.samples[0][0] < now - keep:
-                track.samples.popleft()
         proposals = {name: self._propose(now, name) for name in samples}
         return self._apply(now, self._within_total(now, proposals, samples))
 
@@ -229,13 +227,13 @@ class Planner:
         if not rested:
             return current, ""
         if now - track.since >= rules.cooldown_s - 1e-9:
-            up = track.least_grow(now, rules.cooldown_s, self._kept_s)
+            up = track.least_grow(now, rules.cooldown_s)
             assert up is not None  # (this step's own sample is in the window)
             if up > current:
                 waited = track.last is not None and _waited_too_long(track.last, rules)
                 return min(up, current + rules.max_shift), "targetWait" if waited else "demand"
         if now - track.since >= rules.scale_down_delay_s - 1e-9:
-            down = track.most_keep(now, rules.scale_down_delay_s, self._kept_s)
+            down = track.most_keep(now, rules.scale_down_delay_s)
             assert down is not None
             if down < current:
                 return max(down, current - rules.max_shift, rules.min_processes), "idle"
@@ -244,7 +242,7 @@ class Planner:
     def _want(self, now: float, name: str) -> int:
         """What a pool would grow to were there room: the least need of the last cooldown."""
         track = self.tracks[name]
-        least = track.least_grow(now, self.rules.cooldown_s, self._kept_s)
+        least = track.least_grow(now, self.rules.cooldown_s)
         return max(track.replicas if least is None else least, 0)
 
     def _within_total(
