@@ -52,10 +52,12 @@ def _run(url: str, fair: bool, logs: Path) -> list[dict[str, Any]]:
         quiet_ids.update(client.enqueue_many("sleep", [[JOB_S]] * QUIET_JOBS, **target))
 
     def lines() -> list[dict[str, Any]]:
+        """The finished jobs the workers have logged: complete lines only (a worker may be writing the
+        last one while this reads it)."""
         return [
             json.loads(line)
             for log in logs.glob("*.log")
-            for line in log.read_text().splitlines()
+            for line in log.read_text().split("\n")[:-1]
             if line.startswith('{"event": "job.finished"')
         ]
 
