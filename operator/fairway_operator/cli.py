@@ -5,6 +5,7 @@ imports the operator."""
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import re
 import socket
@@ -16,6 +17,11 @@ from typing import Any, cast
 from fairway.cli.common import OK, valid_supervisors
 from fairway_operator.exits import EXIT_CODES
 
+# The garbage collector's thresholds while the operator runs (Python's are 700, 10, 10). kopf wraps each
+# watch event in objects that refer to each other, so only the collector frees them, and a thousand
+# supervisors keep a large heap of watched objects that every full collection walks: with the defaults,
+# collections were a fifth of the operator's CPU at 1,000 supervisors (docs/benchmarks.md section 7).
+GC_THRESHOLDS = (50_000, 20, 10)
 NAMESPACE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
@@ -95,6 +101,7 @@ def _run_kopf(args: argparse.Namespace) -> int:
     from fairway_operator.metrics import OperatorMetrics
 
     metrics = OperatorMetrics()
+    gc.set_threshold(*GC_THRESHOLDS)
     try:
         if args.metrics_port:
             metrics.serve(args.metrics_port)

@@ -29,13 +29,3 @@ def drifted(wanted: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
     if wanted["kind"] == "ConfigMap":
         return wanted.get("data") != actual.get("data")
     return not is_subset(wanted["spec"], actual.get("spec", {}))
-
-
-def to_apply(objects: list[dict[str, Any]], owned: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The desired objects that are missing or drifted among the owned ones (what a pass must apply)."""
-    found = {(o.get("kind"), o["metadata"]["name"]): o for o in owned}
-    return [
-        obj
-        for obj in objects
-        if (current := found.get((obj["kind"], obj["metadata"]["name"]))) is None or drifted(obj, current)
-    ]

@@ -9,6 +9,7 @@ Every verb used here is listed in `fairway_operator.rbac`, which the Helm chart 
 from __future__ import annotations
 
 import datetime
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -77,22 +78,10 @@ class Kube:
             ("Deployment", self.apps.list_deployment_for_all_namespaces, self.apps.list_namespaced_deployment),
             ("ConfigMap", self.core.list_config_map_for_all_namespaces, self.core.list_namespaced_config_map),
         ):
-            replies = [per_namespace(ns, label_selector=_selector(wanted)) for ns in namespaces] or [
-                everywhere(label_selector=_selector(wanted))
-            ]
-            found += [{**raw, "kind": kind} for reply in replies for raw in self._labelled(reply, wanted)]
+            replies = [per_namespace(ns, label_selector=_selector(wanted), _preload_content=False) for ns in namespaces]
+            replies = replies or [everywhere(label_selector=_selector(wanted), _preload_content=False)]
+            found += [{**raw, "kind": kind} for reply in replies for raw in _labelled(reply, wanted)]
         return found
-
-    def _labelled(self, reply: Any, wanted: Mapping[str, str]) -> list[dict[str, Any]]:
-        """A list reply's items as plain dicts, those carrying every wanted label (also when a server
-        ignores the label selector)."""
-        client = self.apps.api_client
-        items = [client.sanitize_for_serialization(item) for item in reply.items]
-        return [
-            raw
-            for raw in items
-            if all(((raw.get("metadata") or {}).get("labels") or {}).get(k) == v for k, v in wanted.items())
-        ]
 
     def delete(self, kind: str, namespace: str, name: str) -> None:
         delete = {
@@ -111,9 +100,8 @@ class Kube:
 
     def pods(self, namespace: str, match_labels: dict[str, str]) -> list[dict[str, Any]]:
         """A pool's pods (its Deployment's selector), as plain dicts."""
-        return self._labelled(
-            self.core.list_namespaced_pod(namespace, label_selector=_selector(match_labels)), match_labels
-        )
+        reply = self.core.list_namespaced_pod(namespace, label_selector=_selector(match_labels), _preload_content=False)
+        return _labelled(reply, match_labels)
 
     def annotate_pod(self, namespace: str, name: str, key: str, value: str) -> None:
         """One annotation on a pod (the deletion cost), with a merge patch."""
@@ -149,6 +137,18 @@ class Kube:
 
     def patch_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
         self._patch(STATUS.format(ns=namespace, name=name), {"status": status}, MERGE)
+
+
+def _labelled(reply: Any, wanted: Mapping[str, str]) -> list[dict[str, Any]]:
+    """A list reply's items as the server sent them (its JSON read as is: building the client's models
+    of thousands of children, and plain dicts from those again, was most of a restart's listing), those
+    carrying every wanted label (also when a server ignores the label selector)."""
+    items: list[dict[str, Any]] = json.loads(reply.data).get("items") or []
+    return [
+        raw
+        for raw in items
+        if all(((raw.get("metadata") or {}).get("labels") or {}).get(k) == v for k, v in wanted.items())
+    ]
 
 
 def _selector(labels: Mapping[str, str]) -> str:

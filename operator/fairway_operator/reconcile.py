@@ -29,7 +29,7 @@ from fairway.queue.connection import CONNECTION_ERRORS, RedisClient, connect
 from fairway.resource.manifests import ValidationReport, validate_spec
 from fairway.resource.spec import QueueSupervisorSpec
 from fairway_operator.desired import DEFAULT_IMAGE, POOL_KEY, PoolChildren, all_objects, desired
-from fairway_operator.drift import to_apply
+from fairway_operator.drift import drifted
 from fairway_operator.kube import Kube, names_of
 from fairway_operator.metrics import OperatorMetrics
 from fairway_operator.report import Observations, PoolObservation, Scaled, build_status, parse_status
@@ -184,6 +184,9 @@ class Reconciler:
         # Children applied whose watch event has not come back yet: (namespace, kind, name) -> what was
         # applied. A pass that runs before the watch catches up does not apply them again.
         self._in_flight: dict[tuple[str, str, str], dict[str, Any]] = {}
+        # Children last found as rendered: (namespace, kind, name) -> (the rendered object, the watch's
+        # copy) compared; dropped at the child's next event.
+        self._agreed: dict[tuple[str, str, str], tuple[dict[str, Any], dict[str, Any]]] = {}
         self._in_flight_lock = threading.Lock()
 
     # -- Redis -----------------------------------------------------------------------------------
@@ -269,15 +272,27 @@ class Reconciler:
         """A child's watch event arrived: from now on the watch's copy of it is the truth."""
         with self._in_flight_lock:
             self._in_flight.pop((namespace, kind, name), None)
+            self._agreed.pop((namespace, kind, name), None)
 
     def _missing_or_drifted(self, objects: list[dict[str, Any]], owned: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        with self._in_flight_lock:
-            applied = dict(self._in_flight)
-        return [
-            obj
-            for obj in to_apply(objects, owned)
-            if applied.get((obj["metadata"]["namespace"], obj["kind"], obj["metadata"]["name"])) != obj
-        ]
+        """The rendered objects to apply: missing or drifted (drift.py), and not applied already with
+        the watch yet to show it. A child found to agree is not compared again until either side is
+        another object (every child event checks all of a supervisor's children)."""
+        found = {(o["kind"], o["metadata"]["name"]): o for o in owned}
+        out = []
+        for obj in objects:
+            key = (obj["metadata"]["namespace"], obj["kind"], obj["metadata"]["name"])
+            current = found.get(key[1:])
+            with self._in_flight_lock:
+                agreed, applied = self._agreed.get(key), self._in_flight.get(key)
+            if current is not None and agreed is not None and agreed[0] is obj and agreed[1] is current:
+                continue
+            if current is not None and not drifted(obj, current):
+                with self._in_flight_lock:
+                    self._agreed[key] = (obj, current)  # (holding both: neither id can be reused meanwhile)
+            elif applied != obj:
+                out.append(obj)
+        return out
 
     def settled(self, body: Mapping[str, Any], owned: list[dict[str, Any]], *, status: bool = True) -> bool:
         """Nothing to write: every child there and as rendered, none stale, and (`status`) the status

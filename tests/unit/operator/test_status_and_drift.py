@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from fairway.plan.pools import Pool, SpecialPool
 from fairway.plan.scaling import PoolSample
 from fairway.queue.access.figures import QueueStats, TenantFigures, quantile_ms
@@ -175,3 +177,38 @@ def test_dns_labels() -> None:
     assert dns_label("Shop") != dns_label("shop") and len(dns_label("Shop")) <= 63
     assert len(dns_label("x" * 300)) == 63
     assert dns_label("a.b") != dns_label("a-b")
+
+
+def test_a_child_found_as_rendered_is_compared_again_only_when_either_side_is_another_object(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import copy
+
+    import fairway_operator.reconcile as reconcile_module
+    from fairway_operator.reconcile import Reconciler
+
+    spec = validate_spec(SPEC, "shop").spec
+    assert spec is not None
+    body = {"metadata": {"name": "shop", "namespace": "jobs", "uid": "u"}, "spec": SPEC}
+    objects = [o for pool in desired(body, spec, {}) for o in pool.objects]
+    compared: list[str] = []
+    real_drifted = reconcile_module.drifted
+
+    def counting(wanted: dict[str, Any], actual: dict[str, Any]) -> bool:
+        compared.append(wanted["kind"])
+        return real_drifted(wanted, actual)
+
+    monkeypatch.setattr(reconcile_module, "drifted", counting)
+    reconciler = Reconciler(kube=None, secrets=None)  # type: ignore[arg-type]  # (no I/O here)
+    owned = [copy.deepcopy(o) for o in objects]
+    assert reconciler._missing_or_drifted(objects, owned) == [] and compared == ["ConfigMap", "Deployment"]
+    assert reconciler._missing_or_drifted(objects, owned) == [] and len(compared) == 2, "not compared again"
+
+    cm, dep = objects
+    edited = copy.deepcopy(dep)
+    edited["spec"]["template"]["spec"]["containers"][0]["image"] = "evil"
+    reconciler.seen("jobs", "Deployment", dep["metadata"]["name"])  # the watch's next copy of it
+    assert reconciler._missing_or_drifted(objects, [owned[0], edited]) == [dep] and compared[2:] == ["Deployment"]
+    assert reconciler._missing_or_drifted(objects, [owned[0]]) == [dep], "missing"
+    rendered_again = copy.deepcopy(cm)  # another spec rendering the same ConfigMap: compared afresh
+    assert reconciler._missing_or_drifted([rendered_again], owned) == [] and compared[-1] == "ConfigMap"

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fairway.plan.pools import SpecialPool
 from fairway.resource.plain import plain, yaml_documents, yaml_text
@@ -46,3 +48,12 @@ def test_yaml_of_enums_reads_back_as_strings() -> None:
     assert yaml.safe_load(yaml_text({"pool": SpecialPool.TENANTS})) == {"pool": "@tenants"}
     text = yaml_documents([{"a": "one\ntwo\n"}, {"b": Colour.RED}])
     assert "a: |" in text and list(yaml.safe_load_all(text)) == [{"a": "one\ntwo\n"}, {"b": "red"}]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200), st.lists(st.text(max_size=40), max_size=3))
+def test_any_string_reads_back_as_written(text: str, texts: list[str]) -> None:
+    """libyaml's emitter (when PyYAML has it) folds long quoted strings in its own way: same values."""
+    value = {"one": text, "many": texts, "nested": {"k": text}}
+    assert yaml.safe_load(yaml_text(value)) == value
+    assert list(yaml.safe_load_all(yaml_documents([value, {"x": text}]))) == [value, {"x": text}]

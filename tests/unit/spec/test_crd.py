@@ -79,12 +79,34 @@ def test_crd_shape_for_kubectl() -> None:
 def test_kopf_state_lives_in_annotations_not_in_pruned_status() -> None:
     import kopf
 
-    from fairway_operator.settings import configure_persistence
+    from fairway_operator.settings import NoDiffBase, configure_persistence
 
     settings = kopf.OperatorSettings()
     configure_persistence(settings)
     assert isinstance(settings.persistence.progress_storage, kopf.AnnotationsProgressStorage)
-    assert isinstance(settings.persistence.diffbase_storage, kopf.AnnotationsDiffBaseStorage)
+    assert isinstance(settings.persistence.diffbase_storage, NoDiffBase)
     status = object_schema(crd())["properties"]["status"]
     assert "kopf" not in status["properties"]
     assert not status.get("x-kubernetes-preserve-unknown-fields")
+
+
+def test_the_operator_has_event_handlers_only_so_it_needs_no_diff_base() -> None:
+    """NoDiffBase is right only while no handler diffs against a last-handled state: a change, resume,
+    timer, daemon or index handler added here needs kopf's annotation diff base back (settings.py)."""
+    import kopf
+
+    import fairway_operator.handlers  # noqa: F401  (registers the handlers)
+    from fairway_operator.settings import NoDiffBase
+
+    registry = kopf.get_default_registry()
+    assert [h.fn.__name__ for h in registry._watching.get_all_handlers()] == [
+        "supervisor_changed",
+        "child_changed",
+        "child_changed",
+    ]
+    for kind in ("_changing", "_spawning", "_indexing", "_webhooks"):
+        assert not list(getattr(registry, kind).get_all_handlers()), kind
+    storage = NoDiffBase()
+    body = kopf.Body({"metadata": {"name": "a", "annotations": {"x": "1"}}, "spec": {"queues": ["q"]}})
+    assert storage.fetch(body=body) is None
+    assert storage.build(body=body) == {}
