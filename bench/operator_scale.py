@@ -1,5 +1,5 @@
 """One operator process, many QueueSupervisors, against any API server: for each N, the time until every
-Deployment is applied and every status written, the operator's CPU, its API requests by verb and
+Deployment is applied and every status written, the operator's CPU and peak memory, its API requests by verb and
 resource per supervisor, its writes while nothing changes, and the same after a restart over all N.
 
     .venv/bin/python bench/operator_scale.py --supervisors 100 1000 [--kubeconfig PATH]
@@ -93,6 +93,7 @@ def run(n: int, kubeconfig: str | None, per_namespace: int, quiet_s: float, time
             quiet_end = time.monotonic()
             quiet_writes = writes(proxy.log, settled, quiet_end)
             cpu_quiet = operator.cpu_s() - cpu_idle - cpu_create
+            rss_mb = operator.peak_rss_mb()
             operator.stop()
 
             restarted = time.monotonic()
@@ -128,6 +129,7 @@ def run(n: int, kubeconfig: str | None, per_namespace: int, quiet_s: float, time
         "quiet_writes": quiet_writes,
         "quiet_requests": by_kind(proxy.log, settled, quiet_end, 1),
         "quiet_cpu_s": round(cpu_quiet, 1),
+        "operator_peak_rss_mb": round(rss_mb),
         "restart_resumed_s": round(resumed_s, 1),
         "restart_cpu_s": round(cpu_restart, 1),
         "restart_writes": writes(proxy.log, restarted, restart_end),

@@ -69,6 +69,14 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
+def peak_rss_mb(pid: int) -> float:
+    """The process's peak resident memory so far (VmHWM), in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise LookupError(f"no VmHWM for pid {pid}")
+
+
 @contextlib.contextmanager
 def api_server(kubeconfig: str | None) -> Iterator[kubernetes.client.Configuration]:
     if kubeconfig:
@@ -118,6 +126,10 @@ class Operator:
     def cpu_s(self) -> float:
         assert self.process is not None
         return cpu_s(self.process.pid)
+
+    def peak_rss_mb(self) -> float:
+        assert self.process is not None
+        return peak_rss_mb(self.process.pid)
 
     def full_passes(self) -> float | None:
         """Supervisor events handled: full passes plus those that found nothing to write."""
