@@ -63,7 +63,10 @@ class Watched:
     # -- supervisors -----------------------------------------------------------------------------
 
     def supervisor_seen(self, body: Mapping[str, Any]) -> None:
-        self.supervisors[supervisor_key(body)] = copy.deepcopy(dict(body))
+        """Kept whole but for managedFields, which a real API server adds to every object (a record of
+        every manager's fields, often larger than the spec) and nothing here reads."""
+        meta = {k: v for k, v in body["metadata"].items() if k != "managedFields"}
+        self.supervisors[supervisor_key(body)] = copy.deepcopy({**body, "metadata": meta})
 
     def supervisor_gone(self, key: SupervisorKey) -> None:
         self.supervisors.pop(key, None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +115,22 @@ def test_defaults_install_the_crd_operator_and_cluster_rbac() -> None:
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     assert dep["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
     assert container["image"] == "ghcr.io/fairway-dev/fairway:0.1.0"
+
+
+def mebibytes(quantity: str) -> float:
+    units = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024}
+    return float(quantity[:-2]) * units[quantity[-2:]]
+
+
+def test_the_operators_default_memory_holds_the_benchmarks_thousand_supervisors_with_room() -> None:
+    """The default limit was 256Mi while the operator peaked at 340 MiB with 1,000 supervisors: an
+    OOMKilled operator. The limit keeps 2x the peak the recorded benchmark measured at 1,000."""
+    runs = json.loads((ROOT / "bench" / "results" / "operator_scale.json").read_text())["runs"]
+    peak_mib = next(r["operator_peak_rss_mb"] for r in runs if r["supervisors"] == 1000)
+    (dep,) = by_kind(render(), "Deployment")
+    resources = dep["spec"]["template"]["spec"]["containers"][0]["resources"]
+    assert mebibytes(resources["limits"]["memory"]) >= 2 * peak_mib
+    assert mebibytes(resources["requests"]["memory"]) >= 100 + 0.25 * 300  # a few hundred supervisors
 
 
 def test_every_value_is_used() -> None:
