@@ -10,6 +10,7 @@ import helm_python as helm
 import kubernetes_validate
 import pytest
 import yaml
+from kubernetes.utils import parse_quantity
 
 from fairway_operator.rbac import CLUSTER_ONLY_RULES, PEERING_RULES, RULES, SECRET_RULE, rules_yaml
 
@@ -118,8 +119,7 @@ def test_defaults_install_the_crd_operator_and_cluster_rbac() -> None:
 
 
 def mebibytes(quantity: str) -> float:
-    units = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024}
-    return float(quantity[:-2]) * units[quantity[-2:]]
+    return float(parse_quantity(quantity)) / 2**20
 
 
 def test_the_operators_default_memory_holds_the_benchmarks_thousand_supervisors_with_room() -> None:
