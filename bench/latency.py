@@ -12,6 +12,9 @@ Two timings of the same drain, which must agree (both are printed and kept):
   - first-to-empty: from the first job taken to an empty queue (start-up is not counted);
   - slope: the rate between 10 % and 90 % of the queue drained, from the samples of what is left (no
     start-up, no first batch, no tail).
+For 20 ms jobs: the idle time per slot, and, for Fairway, how long its handlers really ran (from the
+worker's /metrics), which gives the best rate any worker could reach without prefetch,
+N / (run time + round trip).
 Rounds alternate the subjects' order (forward, backward, ...); each figure is the median of rounds.
 The default plan is the one the targets need (docs/benchmarks.md section 8); --full adds Fairway at 8,
 Celery, arq and RQ. Results go to bench/results/latency.json.
@@ -20,6 +23,7 @@ Celery, arq and RQ. Results go to bench/results/latency.json.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import socket
@@ -28,6 +32,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +44,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
 import redis  # noqa: E402
+from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
 from support.redis_procs import RedisProcess, free_port  # noqa: E402
 
@@ -67,6 +73,7 @@ class Drained:
     slope: float  # jobs/s between 10 % and 90 % drained
     cpu_ms_per_job: float
     rtt_ms: float  # median round trip to Redis through the same path while the subject drained
+    run_ms: float | None = None  # mean time a handler ran, as the worker measured it (Fairway only)
 
 
 class RttSampler:
@@ -105,12 +112,20 @@ def slope_rate(samples: list[tuple[float, int]], jobs: int) -> float:
     return (upper[1] - lower[1]) / max(1e-9, lower[0] - upper[0])
 
 
-def drain(cmd: list[str], env: dict[str, str], jobs: int, remaining: Callable[[], int]) -> Drained:
-    """One worker process draining a full queue, timed both ways."""
+def drain(
+    cmd: list[str],
+    env: dict[str, str],
+    jobs: int,
+    remaining: Callable[[], int],
+    run_ms: Callable[[], float] | None = None,
+) -> Drained:
+    """One worker process draining a full queue, timed both ways; `run_ms`, if given, reads the mean
+    run time of its jobs from the worker once the queue is empty."""
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
     try:
         with RttSampler(env["BENCH_REDIS_URL"]) as rtt:
-            return _timed(proc, cmd, jobs, remaining, rtt)
+            drained = _timed(proc, cmd, jobs, remaining, rtt)
+        return drained if run_ms is None else dataclasses.replace(drained, run_ms=run_ms())
     finally:
         proc.terminate()
         try:
@@ -141,6 +156,20 @@ def _timed(
     return Drained(jobs / elapsed, slope_rate(samples, jobs), cpu / jobs * 1000, rtt.median_ms())
 
 
+def mean_run_ms(metrics_url: str, queue: str) -> float:
+    """The mean of `fairway_job_run_seconds` for `queue`, from a worker's /metrics: how long its jobs
+    really ran (a 20 ms `time.sleep` oversleeps on a loaded machine), which no worker can shorten."""
+    text = urllib.request.urlopen(metrics_url, timeout=5).read().decode()
+    found = {
+        sample.name: sample.value
+        for family in text_string_to_metric_families(text)
+        if family.name == "fairway_job_run_seconds"
+        for sample in family.samples
+        if sample.labels.get("queue") == queue and sample.name.endswith(("_sum", "_count"))
+    }
+    return found["fairway_job_run_seconds_sum"] / found["fairway_job_run_seconds_count"] * 1000
+
+
 class Subjects:
     """Each fills the queue directly, then drains it through `url` (the proxy, or Redis itself)."""
 
@@ -156,13 +185,15 @@ class Subjects:
 
         self.r.flushdb()
         Client(self.direct).enqueue_many("sleep" if sleep else "noop", [[SLEEP_S] if sleep else []] * jobs, queue="q")
+        port = free_port()
         cmd = [sys.executable, "-m", "fairway.cli", "worker", "--redis", url, "--queues", "q"]
-        cmd += ["--concurrency", str(n), "--log-format", "none", "--block-for", "1"]
+        cmd += ["--concurrency", str(n), "--log-format", "none", "--block-for", "1", "--metrics-port", str(port)]
         return drain(
             cmd,
             self.env(url),
             jobs,
             lambda: int(self.r.llen("fairway:{q}:ready")) + int(self.r.zcard("fairway:{q}:reserved")),
+            lambda: mean_run_ms(f"http://127.0.0.1:{port}/metrics", "q"),
         )
 
     def dramatiq(self, url: str, n: int, jobs: int, sleep: bool) -> Drained:
@@ -303,6 +334,11 @@ def summary(case: Case, rounds: list[Drained], jobs: int) -> dict[str, Any]:
         extra["idle_ms_per_job"] = round(case.n / rate * 1000 - SLEEP_S * 1000, 3)
         extra["of_ideal"] = round(rate / (case.n / SLEEP_S), 3)
         extra["of_best_without_prefetch"] = round(rate / (case.n / (SLEEP_S + rtt / 1000)), 3)
+        runs = [r.run_ms for r in rounds if r.run_ms is not None]
+        if runs:  # the same bound with the jobs' real length: N / (run time + RTT)
+            run_ms = statistics.median(runs)
+            extra["job_run_ms"] = round(run_ms, 3)
+            extra["of_best_given_run_time"] = round(rate / (case.n / ((run_ms + rtt) / 1000)), 3)
     return {
         **extra,
         "jobs": jobs,
@@ -332,6 +368,9 @@ def ratios(results: dict[str, dict[str, Any]]) -> dict[str, float]:
     for key in ("hop/sleep20ms/fairway/32", "loopback/sleep20ms/fairway/50"):
         if key in results:
             out[f"{key}: of the best without prefetch, N / (20 ms + RTT)"] = results[key]["of_best_without_prefetch"]
+            if "of_best_given_run_time" in results[key]:
+                label = f"{key}: of the best given the jobs' run time, N / (run time + RTT)"
+                out[label] = results[key]["of_best_given_run_time"]
     ideals = {"hop: fairway 32, 20 ms, of ideal": ("hop/sleep20ms/fairway/32", 32)}
     ideals["loopback: fairway 50, 20 ms, of ideal"] = ("loopback/sleep20ms/fairway/50", 50)
     for label, (key, n) in ideals.items():
@@ -384,6 +423,7 @@ def main() -> None:
     for key, s in results.items():
         agree = s["slope_jobs_per_s"] / s["jobs_per_s"]
         idle = f"  idle {s['idle_ms_per_job']:.2f} ms/job" if "idle_ms_per_job" in s else ""
+        idle += f"  run {s['job_run_ms']:.2f} ms/job" if "job_run_ms" in s else ""
         print(
             f"{key:<30} {s['jobs_per_s']:>8} jobs/s  slope {s['slope_jobs_per_s']:>8} ({agree:.2f})"
             f"  {s['cpu_ms_per_job']:6.3f} ms CPU/job  RTT {s['rtt_ms_while_draining']:.2f} ms{idle}"

@@ -37,7 +37,7 @@ class Running:
     job: Job
     timeout_s: float
     started_ms: int
-    started: float  # perf_counter at start, for run time
+    started: float  # perf_counter when the worker handed it over: its timeout runs from here
     deadline: float
     is_async: bool
     context: JobContext
@@ -86,8 +86,10 @@ class JobPool:
     def is_async(func: Callable[..., Any]) -> bool:
         return inspect.iscoroutinefunction(func)
 
-    def _report(self, running: Running, attempt: Attempt) -> None:
-        run_ms = (time.perf_counter() - running.started) * 1000
+    def _report(self, running: Running, attempt: Attempt, began: float) -> None:
+        """`began`: when this thread or task took the job up, so its run time is the handler's alone,
+        without the hand-over (a thread's wake-up, the event loop's turn)."""
+        run_ms = (time.perf_counter() - began) * 1000
         self._done.put(Completion(running.seq, attempt, int(time.time() * 1000), run_ms))
         if self.waiting:  # (a main thread that is not waiting finds it on its next look: no syscall)
             self._woken = True
@@ -108,6 +110,7 @@ class JobPool:
 
     def _run_sync(self, running: Running, func: Callable[..., Any]) -> None:
         job = running.job
+        began = time.perf_counter()
         try:
             token = enter(running.context)
             try:
@@ -119,10 +122,11 @@ class JobPool:
             attempt = Attempt(Outcome.OK)
         except BaseException as exc:  # a job's exception never escapes into the pool
             attempt = self._outcome_of(running, exc)
-        self._report(running, attempt)  # (describing it is total: the report always happens)
+        self._report(running, attempt, began)  # (describing it is total: the report always happens)
 
     async def _run_async(self, running: Running, func: Callable[..., Any]) -> None:
         job = running.job
+        began = time.perf_counter()
         try:
             token = enter(running.context)  # this task's own context: wait_for's task copies it
             try:
@@ -132,7 +136,7 @@ class JobPool:
             attempt = Attempt(Outcome.OK)
         except BaseException as exc:
             attempt = self._outcome_of(running, exc)
-        self._report(running, attempt)
+        self._report(running, attempt, began)
 
     @staticmethod
     def _outcome_of(running: Running, exc: BaseException) -> Attempt:
