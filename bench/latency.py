@@ -32,7 +32,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,9 +43,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
 import redis  # noqa: E402
-from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
 from support.redis_procs import RedisProcess, free_port  # noqa: E402
+from support.scrape import scrape, value  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 SLEEP_S = 0.02
@@ -156,18 +155,12 @@ def _timed(
     return Drained(jobs / elapsed, slope_rate(samples, jobs), cpu / jobs * 1000, rtt.median_ms())
 
 
-def mean_run_ms(metrics_url: str, queue: str) -> float:
+def mean_run_ms(port: int, queue: str) -> float:
     """The mean of `fairway_job_run_seconds` for `queue`, from a worker's /metrics: how long its jobs
     really ran (a 20 ms `time.sleep` oversleeps on a loaded machine), which no worker can shorten."""
-    text = urllib.request.urlopen(metrics_url, timeout=5).read().decode()
-    found = {
-        sample.name: sample.value
-        for family in text_string_to_metric_families(text)
-        if family.name == "fairway_job_run_seconds"
-        for sample in family.samples
-        if sample.labels.get("queue") == queue and sample.name.endswith(("_sum", "_count"))
-    }
-    return found["fairway_job_run_seconds_sum"] / found["fairway_job_run_seconds_count"] * 1000
+    samples = scrape(port)
+    count = value(samples, "fairway_job_run_seconds_count", queue=queue)
+    return value(samples, "fairway_job_run_seconds_sum", queue=queue) / count * 1000
 
 
 class Subjects:
@@ -193,7 +186,7 @@ class Subjects:
             self.env(url),
             jobs,
             lambda: int(self.r.llen("fairway:{q}:ready")) + int(self.r.zcard("fairway:{q}:reserved")),
-            lambda: mean_run_ms(f"http://127.0.0.1:{port}/metrics", "q"),
+            (lambda: mean_run_ms(port, "q")) if sleep else None,
         )
 
     def dramatiq(self, url: str, n: int, jobs: int, sleep: bool) -> Drained:
@@ -430,8 +423,8 @@ def main() -> None:
             f"  rounds {s['jobs_per_s_rounds']}"
         )
     targets = ratios(results)
-    for label, value in targets.items():
-        print(f"{label}: {value}")
+    for label, figure in targets.items():
+        print(f"{label}: {figure}")
     report = {"delay_ms_each_way": args.delay_ms, "rtt_ms": rtt, "rounds": args.rounds, "results": results}
     report["ratios"] = targets
     Path(args.out).write_text(json.dumps(report, indent=2) + "\n")

@@ -4,24 +4,12 @@ prometheus_client's own parser: names, labels, values, and bounded label values.
 from __future__ import annotations
 
 import socket
-import urllib.request
-from typing import Any
-
-from prometheus_client.parser import text_string_to_metric_families
 
 from fairway.queue.access.client import Client
 from fairway.queue.connection import connect
 from support.redis_procs import free_port
+from support.scrape import scrape, value
 from support.workers import start_worker, wait_until
-
-
-def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-    samples = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
-    return samples
 
 
 def reserved(port: int) -> float:
@@ -29,10 +17,6 @@ def reserved(port: int) -> float:
         return value(scrape(port), "fairway_reserved_jobs_total")
     except OSError:  # not listening yet
         return 0.0
-
-
-def value(samples: dict[Any, float], name: str, **labels: str) -> float:
-    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
 def test_a_worker_exports_jobs_times_slots_and_round_trips(redis_url: str) -> None:
