@@ -3,9 +3,13 @@ not one; one rule for the URL (--redis, else FAIRWAY_REDIS_URL); a closed pipe i
 
 from __future__ import annotations
 
+import http.server
 import os
+import socket
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 
 import pytest
 
@@ -20,7 +24,14 @@ REDIS_VERBS = [
     ["continue", "high"],
     ["failed", "list", "--queue", "default"],
     ["failed", "retry", "abc", "--queue", "default"],
+    ["failed", "forget", "abc", "--queue", "default"],
+    ["tenant", "show", "42"],
+    ["tenant", "set", "42", "--weight", "2"],
+    ["tenant", "reset", "42"],
+    ["dashboard", "--port", "0"],
 ]
+# A worker waits for an unreachable Redis (it may start first); a URL or reply that cannot work ends it.
+WRONG_URL_VERBS = [*REDIS_VERBS, ["worker", "--queues", "default", "--burst"]]
 
 
 def fairway(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -46,6 +57,55 @@ def test_a_url_that_is_not_one_is_one_line_exit_2(verb: list[str]) -> None:
     out = fairway(*verb, "--redis", "notaurl")
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "'notaurl' is not a Redis URL" in out.stderr
+
+
+@pytest.fixture(scope="module")
+def not_redis() -> Iterator[int]:
+    """A port where something else listens (an HTTP server): not Redis."""
+    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+
+
+@pytest.mark.parametrize("verb", WRONG_URL_VERBS, ids=lambda v: " ".join(v))
+@pytest.mark.parametrize("case", ["http-scheme", "database-99", "not-redis", "bad-port", "port-0"])
+def test_no_url_port_or_reply_gives_a_traceback(verb: list[str], case: str, redis_url: str, not_redis: int) -> None:
+    """Each URL a user could mistype, or a port where another service answers: one line, exit 2."""
+    base = redis_url.rsplit("/", 1)[0]
+    url = {
+        "http-scheme": base.replace("redis://", "http://") + "/0",
+        "database-99": base + "/99",
+        "not-redis": f"redis://127.0.0.1:{not_redis}/0",
+        "bad-port": "redis://127.0.0.1:notaport/0",
+        "port-0": "redis://127.0.0.1:0/0",
+    }[case]
+    out = fairway(*verb, "--redis", url)
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    assert "Traceback" not in out.stderr, out.stderr
+    lines = [line for line in out.stderr.strip().splitlines() if "INFO" not in line]
+    assert len(lines) == 1, out.stderr
+    words = {
+        "http-scheme": "is not a Redis URL",
+        "database-99": "no such database",
+        "not-redis": "does not answer as Redis does",
+        "bad-port": "is not a usable Redis URL",
+        "port-0": "has port 0",
+    }[case]
+    assert words in lines[0]
+
+
+def test_the_dashboard_checks_its_port_before_printing_its_url(redis_url: str) -> None:
+    taken = socket.create_server(("127.0.0.1", 0))
+    port = taken.getsockname()[1]
+    try:
+        out = fairway("dashboard", "--redis", redis_url, "--port", str(port))
+    finally:
+        taken.close()
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "http://" not in out.stdout, "it printed a URL that leads to someone else's service"
+    assert f"cannot listen on 127.0.0.1:{port}" in out.stderr and "--port" in out.stderr
 
 
 def test_fairway_redis_url_is_the_default_of_every_verb(redis_url: str) -> None:

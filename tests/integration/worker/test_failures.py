@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -16,7 +17,7 @@ from fairway.queue.access.client import Client
 from fairway.queue.access.inspector import Inspector
 from fairway.queue.connection import connect
 from support.redis_procs import RedisProcess, free_port
-from support.workers import done_keys, job_lines, start_worker, wait_until, worker_env
+from support.workers import done_keys, job_lines, start_worker, started_keys, wait_until, worker_env
 
 
 def fairway(*args: str, url: str) -> subprocess.CompletedProcess[str]:
@@ -302,3 +303,40 @@ def test_a_document_pushed_to_another_queue_than_it_names_never_runs(redis_url: 
     assert records["wrong-q"]["exception"] == "MalformedJob"
     assert "says queue 'elsewhere' but was taken from queue 'default'" in records["wrong-q"]["message"]
     assert "and tenant '7'" in records["has-t"]["message"]
+
+
+def test_a_second_ctrl_c_stops_at_once_and_the_running_job_runs_again(redis_url: str) -> None:
+    Client(redis_url).enqueue("record", "long", 30.0, queue="default")
+    worker = start_worker(redis_url, "--queues", "default")
+    assert wait_until(lambda: b"long" in redis.Redis.from_url(redis_url).lrange("test:started", 0, -1), 10)
+    worker.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    assert worker.poll() is None, "one Ctrl-C drains: the job may finish"
+    began = time.monotonic()
+    worker.send_signal(signal.SIGINT)
+    _, err = worker.communicate(timeout=10)
+    assert worker.returncode == 130 and time.monotonic() - began < 3, err[-2000:]
+    assert "Ctrl-C again: stop now" in err and "second interrupt: stopping now" in err and "Traceback" not in err
+    again = start_worker(redis_url, "--queues", "default")
+    try:
+        assert wait_until(lambda: started_keys(redis_url) == ["long", "long"], 15), (
+            "it runs again once its lease ran out"
+        )
+    finally:
+        again.kill()
+        again.communicate(timeout=10)
+
+
+def test_a_memory_limit_below_the_workers_own_size_is_refused(redis_url: str) -> None:
+    out = fairway("worker", "--redis", redis_url, "--queues", "default", "--memory", "5", "--burst", url=redis_url)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "below this worker's own size after start-up" in out.stderr and "MiB" in out.stderr
+
+
+def test_no_memory_limit_unless_one_is_set(redis_url: str) -> None:
+    """The default recycles no one: a 60 MiB handler that keeps its memory runs 5 jobs in one process."""
+    Client(redis_url).enqueue_many("leak", [[60]] * 5, queue="default")
+    worker = start_worker(redis_url, "--queues", "default", "--burst")
+    out, err = worker.communicate(timeout=60)
+    assert worker.returncode == 0 and len(job_lines(out)) == 5, err[-2000:]
+    assert "memory above" not in err

@@ -84,3 +84,34 @@ def test_progress_on_a_full_redis_is_logged_and_the_job_succeeds(redis_url: str)
         assert "progress not recorded" in err
     finally:
         full.cleanup()
+
+
+def test_an_idle_worker_blocked_in_its_read_survives_a_failover_then_serves(
+    pair: tuple[RedisProcess, RedisProcess], redis_url: str, tmp_path
+) -> None:
+    """REPLICAOF while the worker waits in BLMPOP (what Sentinel or a managed failover does): Redis answers
+    the blocked read UNBLOCKED ("instance state changed"). The worker backs off as for any outage, and
+    serves the jobs enqueued on the new primary once its server is a primary again."""
+    primary, other = pair
+    a, b = redis.Redis(port=primary.port), redis.Redis(port=other.port)
+    for server in (a, b):
+        server.config_set("repl-diskless-sync-delay", 0)
+    config = tmp_path / "w.yaml"
+    config.write_text("maintenance_interval_s: 30\nblock_for_s: 30\n")  # one long blocking read, nothing else
+    worker = start_worker(primary.url, "--queues", "default", "--config", str(config), test_redis=redis_url)
+    try:
+        assert wait_until(lambda: any(c.get("cmd") == "blmpop" for c in a.client_list()), 10), "not blocked"
+        a.replicaof("127.0.0.1", other.port)  # the failover: the worker's server is now a replica of b
+        assert wait_until(lambda: synced(a), 10)
+        Client(other.url).enqueue_many("record", [["after-1"], ["after-2"]], queue="default")  # on the new primary
+        assert wait_until(lambda: Inspector(connect(primary.url)).stats(["default"])[0].ready == 2, 10)
+        time.sleep(1.5)
+        assert worker.poll() is None, "the idle worker died in the failover"
+        a.replicaof("no", "one")  # the worker's address leads to a primary again (with b's jobs)
+        assert wait_until(lambda: sorted(done_keys(redis_url)) == ["after-1", "after-2"], 15)
+    finally:
+        worker.terminate()
+        out, err = worker.communicate(timeout=30)
+    assert worker.returncode == 0, err[-3000:]
+    assert "UNBLOCKED" in err and "Traceback" not in err
+    assert [line["outcome"] for line in job_lines(out)] == ["ok", "ok"]

@@ -154,6 +154,20 @@ BAD: list[tuple[str, dict[str, Any], str, str | None]] = [
     ("redis-url-http", with_spec(redis={"url": "http://r:6379"}), "spec.redis.url", None),
     ("missing-redis", with_spec(redis=None), "spec.redis", None),
     ("negative-backoff", with_spec(backoff=[1, -5]), "spec.backoff", None),
+    # Types as the CRD declares them (the API server converts nothing): what `fairway validate` once let by.
+    ("tries-boolean", with_spec(tries=True), "spec.tries", None),
+    ("concurrency-string", with_spec(worker={"concurrency": "4"}), "spec.worker.concurrency", None),
+    ("timeout-string", with_spec(timeout="60"), "spec.timeout", None),
+    ("weight-string", with_spec(queueWeights={"default": "3"}), "spec.queueWeights.default", None),
+    ("max-processes-fraction", with_spec(maxProcesses=2.5), "spec.maxProcesses", None),
+    ("max-processes-whole-float", with_spec(maxProcesses=4.0), "spec.maxProcesses", None),
+    ("block-for-string", with_spec(blockFor="5"), "spec.blockFor", None),
+    ("cluster-string", with_spec(redis={"url": "redis://r:6379/0", "cluster": "yes"}), "spec.redis.cluster", None),
+    ("queues-a-string", with_spec(queues="high"), "spec.queues", None),
+    ("queue-name-number", with_spec(queues=[7]), "spec.queues", None),
+    ("tenant-rate-boolean", with_spec(tenants={"defaults": {"rate": True}}), "spec.tenants.defaults.rate", None),
+    ("backoff-strings", with_spec(backoff=["1", "5"]), "spec.backoff", None),
+    ("memory-string", with_spec(memory="256Mi"), "spec.memory", None),
 ]
 
 

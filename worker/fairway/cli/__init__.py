@@ -83,17 +83,29 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _redis_trouble(args: argparse.Namespace, exc: Exception) -> str | None:
-    """One line for a Redis that cannot be reached or a URL that is not one; None for anything else."""
+    """One line for a Redis that cannot be reached, a URL that is not one, or any error reply or garbled
+    reply from what the URL names; None for anything else (a bug: its traceback is wanted)."""
     import redis
 
-    from fairway.queue.connection import CONNECTION_ERRORS, redacted
+    from fairway.queue.connection import CONNECTION_ERRORS, BadRedisUrl, redacted
 
     url = getattr(args, "redis", None)
     shown = redacted(url) if isinstance(url, str) else "the Redis URL"
+    where = "(--redis or FAIRWAY_REDIS_URL)"
+    if isinstance(exc, BadRedisUrl):
+        return str(exc)
     if isinstance(exc, CONNECTION_ERRORS):
-        return f"cannot reach Redis at {shown} ({exc}); check that it runs and the URL (--redis or FAIRWAY_REDIS_URL)"
+        return f"cannot reach Redis at {shown} ({redacted(str(exc))}); check that it runs and the URL {where}"
     if isinstance(exc, redis.exceptions.AuthenticationError | redis.exceptions.NoPermissionError):
         return f"Redis at {shown} refused the credentials ({type(exc).__name__}); check the user and password"
-    if isinstance(exc, ValueError) and isinstance(url, str) and "://" not in url:
-        return f"{shown!r} is not a Redis URL; write redis://host:6379/0, rediss://... or unix:///path"
+    if isinstance(exc, redis.exceptions.InvalidResponse):
+        reply = redacted(str(exc))
+        return f"{shown} does not answer as Redis does ({reply}): is that port another service? Check the URL {where}"
+    if isinstance(exc, redis.exceptions.ResponseError) and "DB index is out of range" in str(exc):
+        return (
+            f"Redis at {shown} has no such database (DB index is out of range); "
+            f"name one it has (0-15 by default) {where}"
+        )
+    if isinstance(exc, redis.RedisError):
+        return f"Redis at {shown} answered with an error: {type(exc).__name__}: {redacted(str(exc))}"
     return None

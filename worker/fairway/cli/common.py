@@ -130,3 +130,34 @@ def redis_url_default() -> str:
 def add_redis_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--redis", default=redis_url_default(), help=REDIS_URL_HELP)
     parser.add_argument("--cluster", action="store_true", help="the Redis is a Redis Cluster")
+
+
+def port_number(text: str) -> int:
+    """argparse type for a TCP port to listen on: 0-65535, 0 = any free one (argparse names the flag)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port: give 1-65535 (or 0 for any free one)")
+    return value
+
+
+def tenant_group(text: str) -> str:
+    """argparse type for a tenant group: its queue prefix, written `tenant-` or as served, `@tenant-`."""
+    return text.removeprefix("@")
+
+
+def add_group_option(parser: argparse.ArgumentParser, dest: str) -> None:
+    """One option for the tenant group on every verb: `--group` or `--prefix` (both spellings work, so
+    scripts written for either keep working), `tenant-` or `@tenant-`."""
+    from fairway.resource.names import DEFAULT_TENANT_PREFIX
+
+    parser.add_argument(
+        "--group",
+        "--prefix",
+        dest=dest,
+        type=tenant_group,
+        default=DEFAULT_TENANT_PREFIX,
+        help=f"the tenant group by its queue prefix (default {DEFAULT_TENANT_PREFIX}, or @{DEFAULT_TENANT_PREFIX})",
+    )

@@ -45,6 +45,7 @@ def register(verbs: Verbs) -> None:
         required=True,
         nargs="+",
         action="extend",
-        help="YAML files with one or more documents each (or - for stdin); other kinds are skipped with a note",
+        help="YAML files with one or more documents each (or - for stdin); other kinds are skipped with a note, "
+        "and a file with no QueueSupervisor at all is refused (exit 2: a misspelt kind is not a pass)",
     )
     validate.set_defaults(run=cmd_validate)

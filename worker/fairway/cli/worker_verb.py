@@ -120,6 +120,10 @@ def cmd_worker(args: argparse.Namespace) -> int:
         return UNUSABLE
     configure_logging(settings.log_format)
     load_modules(settings.handlers)
+    too_small = memory_below_own_size(settings.memory_mib)
+    if too_small:
+        print(f"fairway worker: {too_small}", file=sys.stderr)
+        return UNUSABLE
     logging.getLogger("fairway.worker").info("Redis %s", redacted(settings.redis_url))
     with stop_on_signals() as stop:
         client = connect_patiently(
@@ -128,6 +132,26 @@ def cmd_worker(args: argparse.Namespace) -> int:
     if client is None:
         return OK  # stopped while waiting for Redis: nothing was taken, nothing is lost
     return Worker(settings, fetcher_for(client, settings), registry).run()
+
+
+def memory_below_own_size(limit_mib: int) -> str | None:
+    """Why the memory limit cannot work, when this process (handlers loaded) is already above it: it
+    would recycle after every job, forever. None when the limit is off or above the size."""
+    from fairway.queue.runtime.lifecycle import RssProbe
+
+    if not limit_mib:
+        return None
+    probe = RssProbe()
+    try:
+        size = probe.mib()
+    finally:
+        probe.close()
+    if size < limit_mib:
+        return None
+    return (
+        f"--memory / memory {limit_mib} MiB is below this worker's own size after start-up ({size:.0f} MiB, "
+        f"handlers loaded): it would recycle after every job. Raise it above {size * 1.5:.0f} MiB, or 0 for no limit"
+    )
 
 
 @contextlib.contextmanager
@@ -157,7 +181,11 @@ def register(verbs: Verbs) -> None:
     )
     worker.add_argument("--cluster", action="store_true", help="the Redis is a Redis Cluster")
     worker.add_argument(
-        "--metrics-port", type=int, metavar="PORT", help="serve Prometheus /metrics here (default 9100; 0 = off)"
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="serve Prometheus /metrics here, on every interface, as Prometheus scrapes a pod's address "
+        "(default 9100; 0 = off, e.g. on a shared host; the dashboard, which acts, binds loopback instead)",
     )
     worker.add_argument("--handlers", action="append", metavar="MODULE", help="module registering handlers")
     worker.add_argument("--tenants", metavar="PREFIX", help="serve the tenant group of queues PREFIX<id>")

@@ -8,6 +8,7 @@ import re
 import threading
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 import redis
 from redis.cluster import RedisCluster
@@ -33,9 +34,11 @@ CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 # Replies that mean "not now" rather than "wrong": the server is loading, became a replica in a
-# failover, lost its master, lost cluster slots, or is full. A worker treats each as an outage
-# (back off, keep its jobs, settle them when Redis is back), never as a crash.
-OUTAGE_REPLIES = ("LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "OOM")
+# failover (READONLY to a write; UNBLOCKED, "instance state changed", to a client blocked in BLMPOP
+# at that moment: an idle worker), lost its master, lacks the replicas it must write to, lost
+# cluster slots, or is full. A worker treats each as an outage (back off, keep its jobs, settle them
+# when Redis is back), never as a crash: idle, busy or draining, standalone or cluster alike.
+OUTAGE_REPLIES = ("LOADING", "READONLY", "UNBLOCKED", "MASTERDOWN", "NOREPLICAS", "CLUSTERDOWN", "TRYAGAIN", "OOM")
 _OUTAGE_TYPES: tuple[type[BaseException], ...] = (
     *CONNECTION_ERRORS,
     redis.exceptions.ReadOnlyError,
@@ -63,8 +66,34 @@ def redacted(url: str) -> str:
     return _QUERY_SECRET.sub(r"\1***", masked)
 
 
+class BadRedisUrl(ValueError):
+    """A Redis URL that cannot be used as written; the message says what to write instead."""
+
+
+REDIS_URL_SCHEMES = ("redis://", "rediss://", "unix://")
+REDIS_URL_FORM = "redis://[user:password@]host:6379/0, rediss://... or unix:///path/to/redis.sock"
+
+
+def check_url(url: str) -> str:
+    """`url` if redis-py can connect with it as written, else BadRedisUrl naming the fault (the scheme,
+    the port) and the form to use. The message never holds the password."""
+    shown = redacted(url) if isinstance(url, str) else repr(url)
+    if not isinstance(url, str) or not url.startswith(REDIS_URL_SCHEMES):
+        raise BadRedisUrl(f"{shown!r} is not a Redis URL; write {REDIS_URL_FORM}")
+    try:
+        redis.connection.parse_url(url)  # type: ignore[no-untyped-call]
+    except ValueError as exc:
+        raise BadRedisUrl(
+            f"{shown!r} is not a usable Redis URL ({redacted(str(exc))}); write {REDIS_URL_FORM}"
+        ) from None
+    if not url.startswith("unix://") and urlsplit(url).port == 0:  # redis-py would quietly use 6379
+        raise BadRedisUrl(f"{shown!r} has port 0; write the port Redis listens on (6379 by default)")
+    return url
+
+
 def connect(url: str, cluster: bool | None = None, *, socket_timeout_s: float = 10.0) -> RedisClient:
     """A client for `url`; Redis Cluster when `cluster` is true, or when None and the server says so."""
+    check_url(url)
     options: dict[str, Any] = {
         "socket_timeout": socket_timeout_s,
         "socket_connect_timeout": 5.0,

@@ -6,6 +6,7 @@ every document: one function, so `kubectl describe` and the CLI print the same w
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -66,10 +67,23 @@ def _problem(error: ErrorDetails, prefix: str) -> list[Problem]:
     return [Problem(path, message)]
 
 
+def _as_json(value: Any) -> str:
+    """The spec as the API server reads it: JSON (anything YAML made that JSON has not, a date, becomes
+    a string, which the field's type then refuses)."""
+    return json.dumps(value, default=str, allow_nan=False)
+
+
 def validate_spec(spec: Mapping[str, Any] | None, name: str) -> ValidationReport:
+    """The spec checked exactly as strictly as the CRD: types included (strict JSON mode: `"4"` is no
+    integer and `true` no number, as the API server says), then every rule."""
     report = ValidationReport(name=name)
     try:
-        report.spec = QueueSupervisorSpec.model_validate(spec or {}, context={"name": name})
+        text = _as_json(spec or {})
+    except ValueError as exc:  # NaN or Infinity, which JSON (and so the API server) cannot carry
+        report.errors.append(Problem("spec", f"not a JSON value: {exc}"))
+        return report
+    try:
+        report.spec = QueueSupervisorSpec.model_validate_json(text, strict=True, context={"name": name})
     except ValidationError as exc:
         for error in exc.errors():
             report.errors.extend(_problem(error, "spec"))

@@ -300,7 +300,12 @@ class QueueSupervisorSpec(SpecModel):
     max_jobs: int = Field(default=0, ge=0, description="Jobs before a worker recycles itself; 0 = never.")
     max_time: int = Field(default=0, ge=0, description="Seconds before a worker recycles itself; 0 = never.")
     memory: int = Field(
-        default=128, ge=0, le=1_048_576, description="MiB of RSS after which a worker recycles; 0 = never."
+        default=0,
+        ge=0,
+        le=1_048_576,
+        description="MiB of RSS after which a worker finishes its jobs and recycles; 0 (the default) = never. "
+        "Set it below the pod's memory limit (about 90 %) to recycle a leaking worker before the kernel kills "
+        "it; a worker whose own size after start-up is already above it refuses to start.",
     )
     tenants: TenantsSpec | None = None
     worker: WorkerSpec = Field(default_factory=WorkerSpec)

@@ -13,6 +13,7 @@ from typing import Any
 
 log = logging.getLogger("fairway.worker")
 HARD_EXIT_CODE = 70  # a job ignored its timeout: the process exits so its supervisor restarts it
+FORCED_EXIT_CODE = 130  # a second Ctrl-C: stopped at once, as a shell reports an interrupted command
 
 
 class JobTimeout(BaseException):
@@ -30,11 +31,21 @@ class StopSignals:
         self.stopping = False
         self.reason = ""
         self.idle = False
+        self.interrupts = 0  # SIGINTs seen: the second forces the stop
         self._previous: dict[int, Any] = {}
 
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        if self.stopping and signum == signal.SIGINT and self.interrupts:
+            # A second Ctrl-C: stop now. Nothing is lost: the jobs still running keep their leases until
+            # they run out (retryAfter), then go back to ready as lost, not as a spent try.
+            log.warning("second interrupt: stopping now; the jobs still running run again elsewhere")
+            logging.shutdown()
+            os._exit(FORCED_EXIT_CODE)
+        if signum == signal.SIGINT:
+            self.interrupts += 1
         if not self.stopping:
-            log.info("%s received: taking no more jobs; running ones finish first", signal.Signals(signum).name)
+            hint = " (Ctrl-C again: stop now)" if signum == signal.SIGINT else ""
+            log.info("%s received: taking no more jobs; running ones finish first%s", signal.Signals(signum).name, hint)
         self.stopping = True
         self.reason = signal.Signals(signum).name
         if self.idle:

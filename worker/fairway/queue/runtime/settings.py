@@ -80,10 +80,10 @@ class WorkerSettings(BaseModel):
     )
     max_time_s: float = Field(default=spec_default("max_time"), ge=0, description="Recycle after this long; 0 = never.")
     memory_mib: int = Field(
-        default=0,
+        default=spec_default("memory"),
         ge=0,
-        description="Recycle above this RSS; 0 = never. A bare process has nobody to restart it, so the "
-        "default is off; the operator and `fairway up` pass the spec's memory (default 128).",
+        description="Recycle above this RSS; 0 = never: the spec's default, so a plain worker, `fairway up` and "
+        "the operator's pods agree, and a limit nobody set recycles no one.",
     )
     burst: bool = Field(default=False, description="Exit 0 once every served queue is empty.")
     log_format: Literal["text", "json", "none"] = "text"
