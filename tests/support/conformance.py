@@ -134,7 +134,21 @@ def _match_member(want: Any, got: str, clock: Clock) -> list[str]:
         document = json.loads(got)
     except ValueError:
         return [f"not JSON: {got[:120]!r}"]
-    return _match_value(want["document"], document, clock, "document")
+    return _match_value(want["document"], document, clock, "document") + _match_relative(want["document"], document)
+
+
+def _match_relative(want: Any, got: Any) -> list[str]:
+    """`"$enqueued_at+N"`: exactly the document's own enqueued_at plus N (no clock tolerance), so a
+    vector can pin a rounding to the millisecond."""
+    if not isinstance(want, dict) or not isinstance(got, dict):
+        return []
+    problems = []
+    for key, value in want.items():
+        if isinstance(value, str) and value.startswith("$enqueued_at+"):
+            expected = got.get("enqueued_at", 0) + int(value.partition("+")[2])
+            if got.get(key) != expected:
+                problems.append(f"document.{key}: {got.get(key)!r} != enqueued_at + {value.partition('+')[2]}")
+    return problems
 
 
 def _match_value(want: Any, got: Any, clock: Clock, where: str) -> list[str]:
@@ -156,6 +170,8 @@ def _match_value(want: Any, got: Any, clock: Clock, where: str) -> list[str]:
 
 
 def _match_scalar(want: Any, got: Any, clock: Clock) -> list[str]:
+    if isinstance(want, str) and want.startswith("$enqueued_at+"):  # exact: _match_relative checks it
+        return [] if isinstance(got, int) and not isinstance(got, bool) else [f"{got!r} is not a time in ms"]
     if isinstance(want, str) and want == "$id":
         return [] if isinstance(got, str) and ID.fullmatch(got) else [f"{got!r} is not a job id"]
     if isinstance(want, str) and want.startswith(("$now_ms", "$redis_now_ms")):

@@ -44,22 +44,33 @@ end
 -- counts an attempt and reads both.
 local LOST = 1048576  -- 2^20: attempts never reach it (max_tries is at most 1,000)
 
--- Forget a job's counters (it is done, or failed for good).
-local function forget_counts(attempts, jk)
-  redis.call('HDEL', attempts, jk)
+-- A job handed back (a retry after its backoff, a job lost with its worker, a retry by hand) became
+-- ready again at the time in the same hash's `<jk>\tready` field (ms, Redis clock): its next wait
+-- runs from there, not from the enqueue, so a tenant's wait never counts its own backoff.
+local READY = '\tready'
+
+local function mark_ready(attempts, jk, at)
+  redis.call('HSET', attempts, jk .. READY, at)
 end
 
--- Count one more attempt of a job being reserved; {attempts started, times lost}.
+-- Forget a job's counters (it is done, or failed for good).
+local function forget_counts(attempts, jk)
+  redis.call('HDEL', attempts, jk, jk .. READY)
+end
+
+-- Count one more attempt of a job being reserved; {attempts started, times lost, when it became
+-- ready again (false: never handed back, its document says)}.
 local function count_attempt(attempts, jk)
   local both = redis.call('HINCRBY', attempts, jk, 1)
-  return {both % LOST, math.floor(both / LOST)}
+  return {both % LOST, math.floor(both / LOST), redis.call('HGET', attempts, jk .. READY)}
 end
 
 -- A reservation expired: its worker vanished mid-job. The attempt is given back (losing a worker
 -- is not the job's failure) and counted as lost instead, so a job that kills every worker that
--- runs it can still be stopped (the worker fails it past its lost limit).
-local function count_lost(attempts, jk)
+-- runs it can still be stopped (the worker fails it past its lost limit). It is ready again `now`.
+local function count_lost(attempts, jk, now)
   redis.call('HINCRBY', attempts, jk, LOST - 1)
+  mark_ready(attempts, jk, now)
 end
 
 -- Lease job `jk` (document `doc`) to the worker call `tag` until `deadline`: the worker holding it
@@ -99,12 +110,12 @@ end
 
 -- An expired lease: out of `reserved` and `leased`, the attempt counted as lost; the job key and
 -- its document (false when the lease index had lost it: nothing to put back).
-local function expire(reserved, leased, attempts, member)
+local function expire(reserved, leased, attempts, member, now)
   redis.call('ZREM', reserved, member)
   local jk = split_reservation(member)
   local held = redis.call('HGET', leased, jk)
   redis.call('HDEL', leased, jk)
-  count_lost(attempts, jk)
+  count_lost(attempts, jk, now)
   return jk, held_document(held)
 end
 
@@ -134,7 +145,9 @@ end
 -- KEYS[1] ready   KEYS[2] notify   KEYS[3] delayed
 -- KEYS[4] active set, KEYS[5] queue registry (both optional: standalone Redis only)
 -- ARGV[1] job document   ARGV[2] delay: whole ms as digits (0 = ready now)   ARGV[3] queue name
--- Returns 1 when the job is ready now, 0 when it was scheduled; refuses (writing nothing) with
+-- A delayed job that is now the earliest in `delayed` also pushes one token on `notify` (a wake-up:
+-- idle workers then wait for it exactly). Returns 1 when the job is ready now, 0 when it was
+-- scheduled; refuses (writing nothing) with
 -- BAD_DELAY, BAD_QUEUE, TOO_LARGE, BAD_DOCUMENT, BAD_ID, BAD_HANDLER or MISMATCH.
 -- The checks the producer scripts make before writing anything, so a refused call writes nothing. Each
 -- returns nil when the input is good, else the error reply's text: a code (the first word, listed in
@@ -177,6 +190,15 @@ local function document_refusal(doc, queue, tenant)
   end
 end
 
+-- Schedule `members` in a delayed set at `due`; when that makes them the earliest there, push one
+-- wake token on `notify`: an idle worker blocks until the earliest delayed job it knows of, and must
+-- hear of an earlier one (a token per delayed job would wake it for nothing).
+local function schedule(delayed, notify, due, members)
+  local first = redis.call('ZRANGE', delayed, 0, 0, 'WITHSCORES')
+  for i = 1, #members do redis.call('ZADD', delayed, due, members[i]) end
+  if first[2] == nil or due < tonumber(first[2]) then redis.call('RPUSH', notify, '1') end
+end
+
 -- A delay: whole ms written as digits only (no sign, exponent, fraction or hex), from 0 to
 -- 31622400000; returns the number, or nil and the refusal.
 local function read_delay(raw)
@@ -209,7 +231,7 @@ refusal = refusal or queue_refusal(ARGV[3]) or document_refusal(ARGV[1], ARGV[3]
 if refusal then return redis.error_reply(refusal) end
 if KEYS[5] then redis.call('SADD', KEYS[5], ARGV[3]) end
 if delay > 0 then
-  redis.call('ZADD', KEYS[3], now_ms() + delay, ARGV[1])
+  schedule(KEYS[3], KEYS[2], now_ms() + delay, {ARGV[1]})
   return 0
 end
 redis.call('RPUSH', KEYS[1], ARGV[1])

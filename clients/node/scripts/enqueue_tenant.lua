@@ -44,22 +44,33 @@ end
 -- counts an attempt and reads both.
 local LOST = 1048576  -- 2^20: attempts never reach it (max_tries is at most 1,000)
 
--- Forget a job's counters (it is done, or failed for good).
-local function forget_counts(attempts, jk)
-  redis.call('HDEL', attempts, jk)
+-- A job handed back (a retry after its backoff, a job lost with its worker, a retry by hand) became
+-- ready again at the time in the same hash's `<jk>\tready` field (ms, Redis clock): its next wait
+-- runs from there, not from the enqueue, so a tenant's wait never counts its own backoff.
+local READY = '\tready'
+
+local function mark_ready(attempts, jk, at)
+  redis.call('HSET', attempts, jk .. READY, at)
 end
 
--- Count one more attempt of a job being reserved; {attempts started, times lost}.
+-- Forget a job's counters (it is done, or failed for good).
+local function forget_counts(attempts, jk)
+  redis.call('HDEL', attempts, jk, jk .. READY)
+end
+
+-- Count one more attempt of a job being reserved; {attempts started, times lost, when it became
+-- ready again (false: never handed back, its document says)}.
 local function count_attempt(attempts, jk)
   local both = redis.call('HINCRBY', attempts, jk, 1)
-  return {both % LOST, math.floor(both / LOST)}
+  return {both % LOST, math.floor(both / LOST), redis.call('HGET', attempts, jk .. READY)}
 end
 
 -- A reservation expired: its worker vanished mid-job. The attempt is given back (losing a worker
 -- is not the job's failure) and counted as lost instead, so a job that kills every worker that
--- runs it can still be stopped (the worker fails it past its lost limit).
-local function count_lost(attempts, jk)
+-- runs it can still be stopped (the worker fails it past its lost limit). It is ready again `now`.
+local function count_lost(attempts, jk, now)
   redis.call('HINCRBY', attempts, jk, LOST - 1)
+  mark_ready(attempts, jk, now)
 end
 
 -- Lease job `jk` (document `doc`) to the worker call `tag` until `deadline`: the worker holding it
@@ -99,12 +110,12 @@ end
 
 -- An expired lease: out of `reserved` and `leased`, the attempt counted as lost; the job key and
 -- its document (false when the lease index had lost it: nothing to put back).
-local function expire(reserved, leased, attempts, member)
+local function expire(reserved, leased, attempts, member, now)
   redis.call('ZREM', reserved, member)
   local jk = split_reservation(member)
   local held = redis.call('HGET', leased, jk)
   redis.call('HDEL', leased, jk)
-  count_lost(attempts, jk)
+  count_lost(attempts, jk, now)
   return jk, held_document(held)
 end
 
@@ -136,6 +147,9 @@ end
 -- ARGV[3] delay: whole ms as digits (0 = now)   ARGV[4] the group's served name, '@<queuePrefix>'
 -- ARGV[5..] job documents (1 to 1000), each with "tenant": ARGV[2] and
 -- "queue": <queuePrefix> .. ARGV[2]
+-- Delayed documents go to the group's delayed set (the tenant joins the ring when they are due; the
+-- group is named in the registry at once, in the active set only then); when they are the earliest
+-- there, one token goes on the group's notify list, to wake idle workers for them.
 -- Returns how many documents were enqueued; refuses (writing nothing) with BAD_KEYS, BAD_DELAY,
 -- BAD_TENANT, NO_DOCUMENTS, TOO_MANY, or for a document (naming its position) TOO_LARGE,
 -- BAD_DOCUMENT, BAD_ID, BAD_HANDLER or MISMATCH.
@@ -211,6 +225,15 @@ local function document_refusal(doc, queue, tenant)
   end
 end
 
+-- Schedule `members` in a delayed set at `due`; when that makes them the earliest there, push one
+-- wake token on `notify`: an idle worker blocks until the earliest delayed job it knows of, and must
+-- hear of an earlier one (a token per delayed job would wake it for nothing).
+local function schedule(delayed, notify, due, members)
+  local first = redis.call('ZRANGE', delayed, 0, 0, 'WITHSCORES')
+  for i = 1, #members do redis.call('ZADD', delayed, due, members[i]) end
+  if first[2] == nil or due < tonumber(first[2]) then redis.call('RPUSH', notify, '1') end
+end
+
 -- A delay: whole ms written as digits only (no sign, exponent, fraction or hex), from 0 to
 -- 31622400000; returns the number, or nil and the refusal.
 local function read_delay(raw)
@@ -260,12 +283,12 @@ for i = 5, #ARGV do
   if refusal then return redis.error_reply(refusal .. ' (document ' .. (i - 4) .. ')') end
 end
 local now = now_ms()
-for i = 5, #ARGV do
-  if delay > 0 then
-    redis.call('ZADD', G .. 'delayed', now + delay, id .. '\t' .. ARGV[i])
-  else
-    push_tenant(G, id, ARGV[i], now)
-  end
+if delay > 0 then
+  local members = {}
+  for i = 5, #ARGV do members[i - 4] = id .. '\t' .. ARGV[i] end
+  schedule(G .. 'delayed', G .. 'notify', now + delay, members)
+else
+  for i = 5, #ARGV do push_tenant(G, id, ARGV[i], now) end
 end
 if KEYS[3] then redis.call('SADD', KEYS[3], ARGV[4]) end
 if delay <= 0 and KEYS[2] then redis.call('SADD', KEYS[2], ARGV[4]) end

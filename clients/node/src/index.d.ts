@@ -18,7 +18,7 @@ export declare const LIMITS: Readonly<{
 export type RefusalCode =
   | 'TOO_LARGE' | 'TOO_MANY' | 'NO_DOCUMENTS' | 'BAD_DOCUMENT' | 'BAD_ID' | 'BAD_HANDLER' | 'BAD_QUEUE'
   | 'BAD_TENANT' | 'MISMATCH' | 'BAD_DELAY' | 'BAD_KEYS' | 'TOO_DEEP' | 'BAD_VALUE' | 'BAD_TRIES' | 'BAD_TIMEOUT'
-  | 'BAD_CHUNK_SIZE';
+  | 'BAD_CHUNK_SIZE' | 'BAD_OPTION';
 
 export declare class JobError extends Error {
   readonly code: RefusalCode;
@@ -53,11 +53,16 @@ export interface EnqueueOptions extends Where {
   timeout?: number;
   /** Your own id (1-256 of A-Z a-z 0-9 _ . : -): enqueue again with it after a timeout so handlers can dedupe. */
   jobId?: string;
-  /** Keyword arguments for the handler. */
+  /** Keyword arguments for the handler: any names (`queue`, `timeout` included); never read as options. */
   kwargs?: { [key: string]: Json };
 }
 
-export interface ChunkOptions extends Where {
+export interface ManyOptions extends Where {
+  /** Keyword arguments for every job's handler (any names). */
+  kwargs?: { [key: string]: Json };
+}
+
+export interface ChunkOptions extends ManyOptions {
   /** Rows per job (default 500). */
   chunkSize?: number;
 }
@@ -75,7 +80,7 @@ export declare class Client {
   /** Enqueue one job; resolves to its id. */
   enqueue(handler: string, args?: Json[], options?: EnqueueOptions): Promise<string>;
   /** One job per argument array, in order, in transactions of up to 1000; resolves to the ids. */
-  enqueueMany(handler: string, calls: Iterable<Json[]>, options?: Where): Promise<string[]>;
+  enqueueMany(handler: string, calls: Iterable<Json[]>, options?: ManyOptions): Promise<string[]>;
   /** Split large work at dispatch: one job per `chunkSize` rows, its args `[rows]`. */
   enqueueChunked(handler: string, rows: Json[], options?: ChunkOptions): Promise<string[]>;
   close(): Promise<void>;

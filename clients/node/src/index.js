@@ -44,6 +44,24 @@ const SCRIPTS = Object.fromEntries(
   ]),
 );
 
+// The options each call takes; anything else is refused (BAD_OPTION), so a misspelt `delay` never
+// passes silently. The handler's keyword arguments go in `kwargs`, whatever their names.
+const ENQUEUE_OPTIONS = ['queue', 'tenant', 'delay', 'maxTries', 'timeout', 'jobId', 'kwargs'];
+const MANY_OPTIONS = ['queue', 'tenant', 'kwargs'];
+const CHUNK_OPTIONS = ['queue', 'tenant', 'kwargs', 'chunkSize'];
+
+function checkOptions(call, options, known) {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new JobError('BAD_OPTION', `${call}: options must be an object, e.g. { queue: 'high' }`);
+  }
+  const unknown = Object.keys(options).filter((name) => !known.includes(name));
+  if (unknown.length > 0) {
+    throw new JobError('BAD_OPTION', `${call} has no option "${unknown[0]}": the options are ${known.join(', ')}; `
+      + `the handler's keyword arguments go in kwargs: { kwargs: { ${JSON.stringify(unknown[0])}: ... } }`);
+  }
+  return options;
+}
+
 function check(ok, code, message) {
   if (!ok) throw new JobError(code, message);
 }
@@ -66,7 +84,8 @@ function delayMs(delay) {
     `delay ${String(delay)} is not a number of seconds; pass e.g. { delay: 30 }`);
   check(delay >= 0 && delay <= LIMITS.delaySeconds, 'BAD_DELAY',
     `delay ${delay} s is out of range: give 0 to ${LIMITS.delaySeconds} seconds`);
-  return Math.trunc(delay * 1000);
+  // Down to whole ms of the decimal as written (docs/protocol.md): 1.001 s is 1001 ms, not 1000.
+  return Math.floor(Number((delay * 1000).toFixed(6)));
 }
 
 function depthOf(value) {
@@ -169,7 +188,8 @@ export class Client {
    * Enqueue one job; resolves to its id. `delay` and `timeout` are in seconds.
    * @param {string} handler @param {unknown[]} [args] @param {object} [options]
    */
-  async enqueue(handler, args = [], { queue, tenant, delay, maxTries, timeout, jobId, kwargs } = {}) {
+  async enqueue(handler, args = [], options = {}) {
+    const { queue, tenant, delay, maxTries, timeout, jobId, kwargs } = checkOptions('enqueue', options, ENQUEUE_OPTIONS);
     const target = this.queueFor(queue, tenant);
     const doc = buildDocument({ handler, queue: target, args, kwargs, tenant, maxTries, timeout, jobId, delay },
       Date.now(), this.maxPayloadBytes);
@@ -184,12 +204,13 @@ export class Client {
     return JSON.parse(doc).id;
   }
 
-  /** Enqueue one job per argument array in `calls`, in order; resolves to their ids. */
-  async enqueueMany(handler, calls, { queue, tenant } = {}) {
+  /** Enqueue one job per argument array in `calls`, in order; resolves to their ids (`kwargs` goes to each). */
+  async enqueueMany(handler, calls, options = {}) {
+    const { queue, tenant, kwargs } = checkOptions('enqueueMany', options, MANY_OPTIONS);
     const target = this.queueFor(queue, tenant);
     const now = Date.now();
     const docs = Array.from(calls, (args) =>
-      buildDocument({ handler, queue: target, args, tenant }, now, this.maxPayloadBytes));
+      buildDocument({ handler, queue: target, args, kwargs, tenant }, now, this.maxPayloadBytes));
     if (tenant !== undefined && tenant !== null) {
       await this.enqueueTenantDocuments(tenant, docs, 0);
     } else {
@@ -208,11 +229,12 @@ export class Client {
   }
 
   /** Split large work at dispatch: one job per `chunkSize` rows (its args: [rows]). */
-  async enqueueChunked(handler, rows, { chunkSize = 500, queue, tenant } = {}) {
+  async enqueueChunked(handler, rows, options = {}) {
+    const { chunkSize = 500, queue, tenant, kwargs } = checkOptions('enqueueChunked', options, CHUNK_OPTIONS);
     if (!Number.isInteger(chunkSize) || chunkSize < 1) throw new JobError('BAD_CHUNK_SIZE', `chunkSize ${String(chunkSize)} must be a whole number, at least 1`);
     const chunks = [];
     for (let start = 0; start < rows.length; start += chunkSize) chunks.push([rows.slice(start, start + chunkSize)]);
-    return this.enqueueMany(handler, chunks, { queue, tenant });
+    return this.enqueueMany(handler, chunks, { queue, tenant, kwargs });
   }
 
   async enqueueTenantDocuments(tenant, docs, ms) {

@@ -104,7 +104,18 @@ function matchMember(want, got, clock) {
   } catch {
     return [`not JSON: ${got.slice(0, 120)}`];
   }
-  return matchValue(want.document, document, clock, 'document');
+  return [...matchValue(want.document, document, clock, 'document'), ...matchRelative(want.document, document)];
+}
+
+// `"$enqueued_at+N"`: exactly the document's own enqueued_at plus N (no clock tolerance).
+function matchRelative(want, got) {
+  if (!want || typeof want !== 'object' || !got || typeof got !== 'object') return [];
+  return Object.entries(want)
+    .filter(([, value]) => typeof value === 'string' && value.startsWith('$enqueued_at+'))
+    .flatMap(([key, value]) => {
+      const expected = (got.enqueued_at ?? 0) + Number(value.split('+')[1]);
+      return got[key] === expected ? [] : [`document.${key}: ${got[key]} != enqueued_at + ${value.split('+')[1]}`];
+    });
 }
 
 function matchValue(want, got, clock, where) {
@@ -122,6 +133,7 @@ function matchValue(want, got, clock, where) {
 }
 
 function matchScalar(want, got, clock) {
+  if (typeof want === 'string' && want.startsWith('$enqueued_at+')) return Number.isInteger(got) ? [] : [`${got} is not a time in ms`];
   if (want === '$id') return typeof got === 'string' && ID.test(got) ? [] : [`${got} is not a job id`];
   if (typeof want === 'string' && (want.startsWith('$now_ms') || want.startsWith('$redis_now_ms'))) {
     const [base, offset] = want.split('+');

@@ -41,10 +41,10 @@ async function callNodeClient(call) {
   const where = { queue: spec.queue, tenant: spec.tenant };
   if (op === 'enqueue') {
     return [await client.enqueue(spec.handler, spec.args ?? [], {
-      ...where, delay: spec.delay_s, maxTries: spec.max_tries, timeout: spec.timeout, jobId: spec.job_id, kwargs: spec.kwargs,
+      ...where, delay: spec.delay, maxTries: spec.max_tries, timeout: spec.timeout, jobId: spec.job_id, kwargs: spec.kwargs,
     })];
   }
-  if (op === 'enqueue_many') return client.enqueueMany(spec.handler, spec.calls, where);
+  if (op === 'enqueue_many') return client.enqueueMany(spec.handler, spec.calls, spec.kwargs ? { ...where, kwargs: spec.kwargs } : where);
   if (op === 'enqueue_chunked') return client.enqueueChunked(spec.handler, spec.rows, { ...where, chunkSize: spec.chunk_size });
   throw new Error(`unknown call ${op}`);
 }
@@ -117,6 +117,26 @@ describe('refused server-side with the documented errors', () => {
     await assert.rejects(client.enqueue('record', [Number.NaN]), /NaN and Infinity are not JSON/);
     await assert.rejects(client.enqueue('record', [], { delay: -1 }), (error) => error.code === 'BAD_DELAY');
     assert.deepEqual(await redis.keys('*'), []);
+  });
+
+  test('a misspelt option is refused, never dropped: handler kwargs go in kwargs', async () => {
+    for (const [call, options] of [
+      [() => client.enqueue('record', [], { delay_s: 60 }), 'delay_s'],
+      [() => client.enqueue('record', [], { maxtries: 3 }), 'maxtries'],
+      [() => client.enqueueMany('record', [[1]], { delay: 5 }), 'delay'],
+      [() => client.enqueueChunked('record', [1, 2], { chunk_size: 1 }), 'chunk_size'],
+    ]) {
+      await assert.rejects(call(), (error) => error.code === 'BAD_OPTION' && error.message.includes(`"${options}"`)
+        && error.message.includes('kwargs'));
+    }
+    assert.deepEqual(await redis.keys('*'), []);
+    const id = await client.enqueue('record', [], { kwargs: { queue: 'q', timeout: 1, jobId: 'j', delay: 2 } });
+    const [doc] = await redis.lRange('fairway:{default}:ready', 0, -1);
+    const parsed = JSON.parse(doc);
+    assert.equal(parsed.id, id);
+    assert.deepEqual(parsed.kwargs, { queue: 'q', timeout: 1, jobId: 'j', delay: 2 });
+    assert.equal(parsed.timeout, undefined);
+    assert.equal(parsed.queue, 'default');
   });
 });
 

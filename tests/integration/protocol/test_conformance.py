@@ -18,23 +18,23 @@ COMPLETE = Path(scripts.__file__).parent / "scripts" / "complete"
 
 
 def call_python_client(client: Client, call: dict[str, Any]) -> list[str]:
-    """A vector's call through fairway.Client (the names map one to one: delay_s is `delay`)."""
+    """A vector's call through fairway.Client (the names map one to one)."""
     ((op, spec),) = call.items()
     spec = conformance.expand(spec)
     where = {"queue": spec.get("queue"), "tenant": spec.get("tenant")}
     if op == "enqueue":
-        options = {"delay": spec.get("delay_s"), "max_tries": spec.get("max_tries"), "timeout": spec.get("timeout")}
+        options = {"delay": spec.get("delay"), "max_tries": spec.get("max_tries"), "timeout": spec.get("timeout")}
         job_id = client.enqueue(
             spec["handler"],
             *spec.get("args", []),
             **where,
             **options,
             job_id=spec.get("job_id"),
-            **spec.get("kwargs", {}),
+            kwargs=spec.get("kwargs"),
         )
         return [job_id]
     if op == "enqueue_many":
-        return client.enqueue_many(spec["handler"], spec["calls"], **where)
+        return client.enqueue_many(spec["handler"], spec["calls"], kwargs=spec.get("kwargs"), **where)
     if op == "enqueue_chunked":
         return client.enqueue_chunked(spec["handler"], spec["rows"], chunk_size=spec["chunk_size"], **where)
     raise AssertionError(f"unknown call {op}")

@@ -65,3 +65,27 @@ def test_fairway_scripts_prints_and_writes_the_complete_scripts(tmp_path: Path) 
     blocked.write_text("")
     refused = subprocess.run([FAIRWAY_BIN, "scripts", "--out", str(blocked)], capture_output=True, text=True)
     assert refused.returncode == 2 and "cannot write" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_the_readme_install_block_works_as_written(tmp_path: Path, redis_url: str) -> None:
+    """clients/node/README.md's install block, run in a fresh project, then the package imported from
+    there and one job enqueued: `npm install PATH` alone once failed with ERR_MODULE_NOT_FOUND 'redis'."""
+    readme = (NODE_CLIENT / "README.md").read_text()
+    block = readme.split("<!-- node-install:")[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    project = tmp_path / "app"
+    project.mkdir()
+    (project / "package.json").write_text('{"name": "app", "version": "1.0.0", "type": "module"}')
+    env = {**os.environ, "FAIRWAY": str(NODE_CLIENT.parents[1])}
+    for line in block.splitlines():
+        command = line.split("  #")[0].strip()
+        done = subprocess.run(command, shell=True, cwd=project, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, f"{command}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
+    script = (
+        "import { Client } from '@fairway/producer';"
+        f"const c = await Client.connect({{ url: '{redis_url}' }});"
+        "console.log(await c.enqueue('emails.send', ['a@x.io'], { kwargs: { timeout: 5 } }));"
+        "await c.close();"
+    )
+    ran = subprocess.run(["node", "--input-type=module", "-e", script], cwd=project, capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    assert len(ran.stdout.strip()) == 32

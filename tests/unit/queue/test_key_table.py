@@ -70,3 +70,10 @@ def test_loaded_scripts_carry_the_literal_parts(name: str) -> None:
     source = scripts.source(name)
     assert lua_prelude() in source
     assert not re.search(r"\b(QK|GK)\.[a-z]", source), "every key part was replaced by its literal"
+
+
+def test_the_ready_field_is_lib_luas() -> None:
+    from fairway.queue.protocol.keys import READY_FIELD
+
+    lib = (Path(__file__).resolve().parents[3] / "worker/fairway/queue/protocol/scripts/lib.lua").read_text()
+    assert f"local READY = '{READY_FIELD.replace(chr(9), chr(92) + 't')}'" in lib

@@ -7,9 +7,8 @@ import json
 import sys
 from typing import Any
 
-from fairway.cli.common import INVALID, OK, UNUSABLE, Verbs, add_redis_options
+from fairway.cli.common import INVALID, OK, UNUSABLE, Verbs, add_group_option, add_redis_options
 from fairway.queue.access.figures import SORTS, duration, timestamp
-from fairway.resource.names import DEFAULT_TENANT_PREFIX
 
 
 def _client(args: argparse.Namespace) -> Any:
@@ -22,32 +21,65 @@ def split_queues(text: str) -> list[str]:
     return [q.strip() for q in text.split(",") if q.strip()]
 
 
+def _json_option(text: str | None, flag: str, kind: type) -> Any:
+    """A JSON flag's value, or ValueError naming the flag and the shape it needs."""
+    if text is None:
+        return kind()
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{flag} is not JSON: {exc}") from None
+    if not isinstance(value, kind):
+        shape = "an array, e.g. '[1, \"a\"]'" if kind is list else "an object, e.g. '{\"timeout\": 5}'"
+        raise ValueError(f"{flag} must be {shape}")
+    return value
+
+
 def cmd_enqueue(args: argparse.Namespace) -> int:
     from fairway.queue.access.client import Client
     from fairway.queue.protocol.job import JobError
 
     try:
-        payload = json.loads(args.args) if args.args else []
+        given = json.loads(args.args) if args.args else []
     except json.JSONDecodeError as exc:
         print(f"fairway enqueue: --args is not JSON: {exc}", file=sys.stderr)
         return UNUSABLE
-    call_args, call_kwargs = (payload, {}) if isinstance(payload, list) else ([], payload)
+    # --args takes the handler's arguments only: an array is its args, an object its kwargs (any names:
+    # a handler's own `timeout` or `queue` is never read as an option). Options are flags of their own.
+    call_args, call_kwargs = (given, {}) if isinstance(given, list) else ([], given)
     if not isinstance(call_kwargs, dict):
         print("fairway enqueue: --args must be a JSON array (args) or object (kwargs)", file=sys.stderr)
         return UNUSABLE
+    try:
+        more_kwargs = _json_option(args.kwargs, "--kwargs", dict)
+    except ValueError as exc:
+        print(f"fairway enqueue: {exc}", file=sys.stderr)
+        return UNUSABLE
+    both = sorted(set(call_kwargs) & set(more_kwargs))
+    if both:
+        print(f"fairway enqueue: {both[0]!r} is in both --args and --kwargs: give it once", file=sys.stderr)
+        return UNUSABLE
+    if args.job_id is not None and args.count > 1:
+        print("fairway enqueue: --job-id names one job: drop --count, or drop --job-id", file=sys.stderr)
+        return UNUSABLE
+    options = {"queue": args.queue, "tenant": args.tenant, "kwargs": {**call_kwargs, **more_kwargs}}
     client = Client(args.redis, cluster=True if args.cluster else None)
     try:
-        if args.count == 1 and not call_kwargs:
-            ids = [client.enqueue(args.handler, *call_args, queue=args.queue, tenant=args.tenant, delay=args.delay)]
-        elif args.delay or call_kwargs:
+        if args.count > 1 and args.delay is None and args.timeout is None and args.max_tries is None:
+            ids = client.enqueue_many(args.handler, [call_args] * args.count, **options)
+        else:
             ids = [
                 client.enqueue(
-                    args.handler, *call_args, queue=args.queue, tenant=args.tenant, delay=args.delay, **call_kwargs
+                    args.handler,
+                    *call_args,
+                    delay=args.delay,
+                    timeout=args.timeout,
+                    max_tries=args.max_tries,
+                    job_id=args.job_id,
+                    **options,
                 )
                 for _ in range(args.count)
             ]
-        else:
-            ids = client.enqueue_many(args.handler, [call_args] * args.count, queue=args.queue, tenant=args.tenant)
     except JobError as exc:
         print(f"fairway enqueue: {exc}", file=sys.stderr)
         return INVALID
@@ -144,12 +176,17 @@ def cmd_pause(args: argparse.Namespace) -> int:
     unknown = [n for n in args.names if n not in known]
     if args.tenant and group not in known:
         unknown.append(group)
+    elif args.tenant and pausing:
+        unknown += [f"tenant {t}" for t in inspector.unseen_tenants(args.prefix, args.tenant)]
     if unknown and not args.force:
         for name in unknown:
             print(
                 f"{verb}: no queue or tenant group {name!r} has had jobs or workers (known: "
                 f"{', '.join(known) or 'none'}){tenant_hint(name, known)}; check the name, or pass --force "
-                "to pause it before its first job",
+                "to pause it before its first job"
+                if not name.startswith("tenant ")
+                else f"{verb}: {name} of {group} has had no jobs in the last hour (`fairway tenants` lists "
+                "the active ones); check the id, or pass --force to pause it before its first job",
                 file=sys.stderr,
             )
         return INVALID
@@ -273,13 +310,13 @@ def cmd_tenants(args: argparse.Namespace) -> int:
         return duration(None if value is None else value / 1000)
 
     print(
-        f"{'TENANT':<24} {'WEIGHT':>6} {'WAITING':>8} {'IN FLIGHT':>9} {'DONE':>7} {'FAILED':>7} {'FAIL%':>6} "
+        f"{'TENANT':<24} {'WEIGHT':>6} {'WAITING':>8} {'IN FLIGHT':>9} {'DONE':>7} {'TRIES FAILED':>12} {'FAIL%':>6} "
         f"{'P50 WAIT':>9} {'P99 WAIT':>9}  STATE"
     )
     for r in rows:
         flight = f"{r.in_flight}/{r.max_in_flight}" if r.max_in_flight else str(r.in_flight)
         print(
-            f"{r.tenant:<24} {r.weight:>6} {r.waiting:>8} {flight:>9} {r.completed:>7} {r.failed:>7} "
+            f"{r.tenant:<24} {r.weight:>6} {r.waiting:>8} {flight:>9} {r.completed:>7} {r.failed:>12} "
             f"{r.failure_rate:>6.1%} {ms(r.p50_wait_ms):>9} {ms(r.p99_wait_ms):>9}  {tenant_state(r)}"
         )
     return OK
@@ -308,7 +345,13 @@ def register(verbs: Verbs) -> None:
     enqueue.add_argument("--tenant", default=None, help="tenant id: enqueue to that tenant's queue instead")
     enqueue.add_argument("--count", type=at_least_1, default=1, help="enqueue this many copies (default 1)")
     enqueue.add_argument("--delay", type=float, default=None, help="seconds before the job is ready")
-    enqueue.add_argument("--args", default=None, help="JSON array of args or object of kwargs")
+    enqueue.add_argument("--timeout", type=float, default=None, help="this job's timeout in seconds")
+    enqueue.add_argument("--max-tries", type=at_least_1, default=None, help="this job's tries (default: the worker's)")
+    enqueue.add_argument("--job-id", default=None, help="your own id for the job (with --count 1 only)")
+    enqueue.add_argument(
+        "--args", default=None, help="the handler's arguments: a JSON array (args) or object (kwargs, any names)"
+    )
+    enqueue.add_argument("--kwargs", default=None, help="the handler's keyword arguments as a JSON object")
     enqueue.add_argument("handler", help="the name a handler was registered under with @fairway.job")
     enqueue.set_defaults(run=cmd_enqueue)
 
@@ -326,11 +369,7 @@ def register(verbs: Verbs) -> None:
         add_redis_options(sub)
         sub.add_argument("names", nargs="*", metavar="NAME", help="queue names, or @PREFIX for a whole tenant group")
         sub.add_argument("--tenant", action="append", metavar="ID", help="a single tenant of the group (repeatable)")
-        sub.add_argument(
-            "--prefix",
-            default=DEFAULT_TENANT_PREFIX,
-            help=f"the tenant group's queue prefix (default {DEFAULT_TENANT_PREFIX})",
-        )
+        add_group_option(sub, "prefix")
         sub.add_argument("--force", action="store_true", help="act on a queue that has had no jobs or workers yet")
         sub.set_defaults(run=cmd_pause)
 
@@ -348,9 +387,15 @@ def register(verbs: Verbs) -> None:
     failed.add_argument("--json", action="store_true", help="print JSON instead of a table")
     failed.set_defaults(run=cmd_failed)
 
-    tenants = verbs.add_parser("tenants", help="per-tenant figures: waiting, in flight, failures, p50/p99 wait")
+    tenants = verbs.add_parser(
+        "tenants",
+        help="per-tenant figures: waiting, in flight, failed tries, p50/p99 wait",
+        description="Per tenant, over the window: jobs waiting and in flight, attempts done and failed (TRIES "
+        "FAILED and FAIL% count failed attempts, retries included; jobs that failed for good are in `fairway "
+        "failed list`), and the p50/p99 wait for a slot (from when a job became ready to its start).",
+    )
     add_redis_options(tenants)
-    tenants.add_argument("--prefix", default=DEFAULT_TENANT_PREFIX, help="the tenant group's queue prefix")
+    add_group_option(tenants, "prefix")
     tenants.add_argument("--window", type=at_least_1, default=300, help="seconds of history to summarise")
     tenants.add_argument("--sort", choices=list(SORTS), default="p99", help="worst first by this (default p99)")
     tenants.add_argument("--limit", type=at_least_1, default=None, help="show only the first N tenants")

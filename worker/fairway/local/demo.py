@@ -43,13 +43,18 @@ def _run(url: str, fair: bool, logs: Path) -> list[dict[str, Any]]:
     thread = threading.Thread(target=up.run, daemon=True)
     thread.start()
     time.sleep(1.5)  # the two workers start and go idle
-    noisy = {"tenant": "noisy"} if fair else {"queue": "fifo"}
-    client.enqueue_many("sleep", [[JOB_S]] * NOISY_JOBS, **noisy)
+
+    def enqueue(tenant: str, count: int) -> list[str]:
+        """`count` jobs of the tenant: its own queue when fair, else the one FIFO queue."""
+        if fair:
+            return client.enqueue_many("sleep", [[JOB_S]] * count, tenant=tenant)
+        return client.enqueue_many("sleep", [[JOB_S]] * count, queue="fifo")
+
+    enqueue("noisy", NOISY_JOBS)
     time.sleep(0.5)
     quiet_ids: set[str] = set()
     for index in range(QUIET_TENANTS):
-        target = {"tenant": f"quiet-{index}"} if fair else {"queue": "fifo"}
-        quiet_ids.update(client.enqueue_many("sleep", [[JOB_S]] * QUIET_JOBS, **target))
+        quiet_ids.update(enqueue(f"quiet-{index}", QUIET_JOBS))
 
     def lines() -> list[dict[str, Any]]:
         """The finished jobs the workers have logged: complete lines only (a worker may be writing the

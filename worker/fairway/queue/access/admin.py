@@ -12,7 +12,7 @@ from fairway.queue.access.producer import Producer
 from fairway.queue.connection import RedisClient, is_cluster
 from fairway.queue.protocol import calls
 from fairway.queue.protocol.job import JobError, check_tenant_id
-from fairway.queue.protocol.keys import DEFAULT_PREFIX, QueueKeys, TenantGroupKeys, family_keys
+from fairway.queue.protocol.keys import DEFAULT_PREFIX, READY_FIELD, QueueKeys, TenantGroupKeys, family_keys
 
 
 @dataclass
@@ -84,6 +84,11 @@ class Admin:
         if raw is None:
             return False
         record = json.loads(raw)
+        # Ready again now, by hand: its next wait runs from here, not from its first enqueue (lib.lua's
+        # mark_ready; written first, so the worker that takes it reads it).
+        job_key = f"{record['tenant']}\t{job_id}" if isinstance(k, TenantGroupKeys) else job_id
+        seconds, micros = self.client.time()
+        self.client.hset(k.attempts, f"{job_key}{READY_FIELD}", seconds * 1000 + micros // 1000)
         if isinstance(k, TenantGroupKeys):
             self.producer.enqueue_tenant(k.queue_prefix, record["tenant"], [record["payload"].encode()])
         else:

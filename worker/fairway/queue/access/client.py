@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import difflib
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from fairway.queue.access.producer import Producer
@@ -18,6 +19,34 @@ def check_queue(queue: str) -> str:
     if not isinstance(queue, str) or not QUEUE_NAME.fullmatch(queue):
         raise JobError(f"queue {queue!r} is invalid: {QUEUE_NAME_RULE}", code="BAD_QUEUE")
     return queue
+
+
+# The keywords `Client.enqueue` takes as options; everything a handler takes by name goes in `kwargs=`.
+ENQUEUE_OPTIONS = ("kwargs", "queue", "tenant", "delay", "max_tries", "timeout", "job_id")
+
+
+def refuse_unknown_options(call: str, unknown: Mapping[str, Any]) -> None:
+    """A keyword that is no option is refused, never passed to the handler: a misspelt `delay_s` would
+    otherwise run the job at once, and a handler's own `timeout` would become the job's."""
+    if not unknown:
+        return
+    name = sorted(unknown)[0]
+    close = difflib.get_close_matches(name, ENQUEUE_OPTIONS, n=1)
+    hint = f"did you mean {close[0]}=? " if close else ""
+    raise JobError(
+        f"{call}() has no option {name!r}: {hint}the options are {', '.join(ENQUEUE_OPTIONS)}; the handler's "
+        f"keyword arguments go in kwargs={{{name!r}: ...}}",
+        code="BAD_OPTION",
+    )
+
+
+def check_kwargs(kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The handler's keyword arguments: a mapping of string names (any name: they are not options)."""
+    if kwargs is None:
+        return {}
+    if not isinstance(kwargs, Mapping) or not all(isinstance(name, str) for name in kwargs):
+        raise JobError(f"kwargs must be a dict of str names to values; got {kwargs!r:.80}", code="BAD_VALUE")
+    return dict(kwargs)
 
 
 class Client:
@@ -54,22 +83,27 @@ class Client:
         self,
         handler: str,
         *args: Any,
+        kwargs: Mapping[str, Any] | None = None,
         queue: str | None = None,
         tenant: str | None = None,
         delay: float | None = None,
         max_tries: int | None = None,
         timeout: float | None = None,
         job_id: str | None = None,
-        **kwargs: Any,
+        **unknown: Any,
     ) -> str:
-        """Enqueue one job; returns its id. `delay` is in seconds. `job_id` replaces the generated id:
-        after a timeout (outcome unknown), enqueue again with the same id so handlers can dedupe."""
+        """Enqueue one job; returns its id. Positional arguments after the handler are its args; its
+        keyword arguments go in `kwargs={...}` (any names, `queue` or `timeout` included), so they never
+        mix with the options: `delay` and `timeout` in seconds, `job_id` to replace the generated id
+        (after a timeout, outcome unknown, enqueue again with the same id so handlers can dedupe).
+        Any other keyword is refused (JobError BAD_OPTION), never passed on to the handler."""
+        refuse_unknown_options("enqueue", unknown)
         target = self._queue_for(queue, tenant)
         job = new_job(
             handler,
             target,
             list(args),
-            kwargs,
+            check_kwargs(kwargs),
             tenant=tenant,
             delay_s=delay,
             max_tries=max_tries,
@@ -88,12 +122,17 @@ class Client:
         handler: str,
         calls: Iterable[Sequence[Any]],
         *,
+        kwargs: Mapping[str, Any] | None = None,
         queue: str | None = None,
         tenant: str | None = None,
+        **unknown: Any,
     ) -> list[str]:
-        """Enqueue one job per argument tuple in `calls`, pipelined; returns the ids in order."""
+        """Enqueue one job per argument tuple in `calls`, pipelined; returns the ids in order (an empty
+        `calls` writes nothing and returns []). `kwargs`, when given, goes to every job."""
+        refuse_unknown_options("enqueue_many", unknown)
         target = self._queue_for(queue, tenant)
-        jobs = [new_job(handler, target, list(call), {}, tenant=tenant) for call in calls]
+        shared = check_kwargs(kwargs)
+        jobs = [new_job(handler, target, list(call), shared, tenant=tenant) for call in calls]
         payloads = [job.encode(self.max_payload_bytes) for job in jobs]
         if payloads and tenant is not None:
             self.producer.enqueue_tenant(self.tenant_prefix, tenant, payloads)
@@ -107,18 +146,21 @@ class Client:
         rows: Sequence[Any],
         *,
         chunk_size: int = 500,
+        kwargs: Mapping[str, Any] | None = None,
         queue: str | None = None,
         tenant: str | None = None,
+        **unknown: Any,
     ) -> list[str]:
         """Split large work at dispatch: one job per `chunk_size` rows (args: [rows]), in one pipeline.
 
         One 200,000-row job blocks a worker for the whole import, and per-tenant fairness cannot
         interleave inside a job; many small jobs let every other tenant through between chunks.
         """
+        refuse_unknown_options("enqueue_chunked", unknown)
         if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
             raise JobError(f"chunk_size {chunk_size!r} must be a whole number, at least 1", code="BAD_CHUNK_SIZE")
         chunks = [[list(rows[start : start + chunk_size])] for start in range(0, len(rows), chunk_size)]
-        return self.enqueue_many(handler, chunks, queue=queue, tenant=tenant)
+        return self.enqueue_many(handler, chunks, kwargs=kwargs, queue=queue, tenant=tenant)
 
     def progress(self, job_id: str, *, queue: str | None = None, tenant: str | None = None) -> dict[str, Any] | None:
         """A job's last progress report ({fraction, message, at (ms), attempt}), or None when it has not

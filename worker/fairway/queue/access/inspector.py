@@ -14,9 +14,10 @@ from fairway.queue.access.tenant_settings import decode as decode_settings
 from fairway.queue.access.tenant_settings import effective
 from fairway.queue.connection import RedisClient
 from fairway.queue.protocol import calls
-from fairway.queue.protocol.job import JobError, decode
+from fairway.queue.protocol.job import Job, JobError, decode
 from fairway.queue.protocol.keys import (
     DEFAULT_PREFIX,
+    READY_FIELD,
     GlobalKeys,
     QueueKeys,
     TenantGroupKeys,
@@ -27,6 +28,7 @@ from fairway.queue.protocol.scripts import Scripts
 from fairway.resource.spec import TenantSettings
 
 TENANTS_FORGOTTEN_AFTER_MS = 3_600_000  # a tenant quiet for an hour leaves the tenant list
+TENANT_WINDOW_S = 300  # per-tenant figures summarise the last 5 minutes unless asked otherwise
 _PAGE = 500  # failure records read per round trip
 WORKER_STALE_MS = 15_000  # a worker beats every second; one silent this long is gone
 
@@ -102,33 +104,71 @@ class Inspector:
                 pipe.zcount(k.delayed, "-inf", asked)
             raw = iter(pipe.execute())
         now = now_ms()
-        out = []
+        rows: list[tuple[str, Any, Any, list[Any]]] = []
+        heads: list[tuple[str, str, bytes | None]] = []  # plain queues' heads: their age is read below
         for queue in queues:
             if is_group_name(queue):
                 tenants = {t.decode() for part in (next(raw), next(raw), next(raw)) for t in part}
                 ready, oldest = self.group_backlog(queue, tenants, now)
             else:
-                ready, oldest = next(raw), age_s(next(raw), now)
-            reserved, delayed, failed, paused, due = (next(raw) for _ in range(5))
+                ready, oldest = next(raw), len(heads)
+                heads.append((family_keys(self.prefix, queue).attempts, "", next(raw)))
+            rows.append((queue, ready, oldest, [next(raw) for _ in range(5)]))
+        ages = [age_s(since, now) for since in self.ready_since(heads)]
+        out = []
+        for queue, ready, oldest, (reserved, delayed, failed, paused, due) in rows:
+            age = oldest if is_group_name(queue) else ages[oldest]
             out.append(
-                QueueStats(queue, int(ready), int(reserved), int(delayed), int(failed), bool(paused), oldest, int(due))
+                QueueStats(queue, int(ready), int(reserved), int(delayed), int(failed), bool(paused), age, int(due))
             )
         return out
+
+    def ready_since(self, heads: Sequence[tuple[str, str, bytes | None]]) -> list[int | None]:
+        """When each ready job (attempts hash, job-key prefix, document) became ready: the time it was
+        handed back (lib.lua's mark_ready: end of a backoff, a retry by hand, a lost worker), else its
+        document's due or enqueue time; None for no job or a document that is not one. One pipelined
+        round trip for them all; a job's age, like its wait, never counts its own backoff."""
+        jobs: list[Job | None] = []
+        for _, _, head in heads:
+            try:
+                jobs.append(None if head is None else decode(head))
+            except JobError:
+                jobs.append(None)
+        if not any(jobs):
+            return [None] * len(heads)
+        with self.client.pipeline(transaction=False) as pipe:
+            for (attempts, key_prefix, _), job in zip(heads, jobs, strict=True):
+                if job is not None:
+                    pipe.hget(attempts, f"{key_prefix}{job.id}{READY_FIELD}")
+            marks = iter(pipe.execute())
+        return [None if job is None else _int_or(next(marks), job.ready_since_ms) for job in jobs]
 
     def group_backlog(self, served_name: str, tenants: Iterable[str], now: int) -> tuple[int, float | None]:
         """Ready jobs across a tenant group (the lengths of these tenants' lists) and the age of the
         oldest of them (each list is FIFO, so the oldest job is one of the heads)."""
         g = family_keys(self.prefix, served_name)
         assert isinstance(g, TenantGroupKeys)
+        order = list(tenants)
         with self.client.pipeline(transaction=False) as pipe:
-            for tenant in tenants:
+            for tenant in order:
                 pipe.llen(g.tenant(tenant))
                 pipe.lindex(g.tenant(tenant), 0)
             replies = pipe.execute()
-        ages = [age for age in (age_s(head, now) for head in replies[1::2]) if age is not None]
+        heads = [(g.attempts, f"{tenant}\t", head) for tenant, head in zip(order, replies[1::2], strict=True)]
+        ages = [age for age in (age_s(since, now) for since in self.ready_since(heads)) if age is not None]
         return sum(int(n) for n in replies[::2]), max(ages, default=None)
 
-    def tenant_figures(self, queue_prefix: str, window_s: int = 300) -> list[TenantFigures]:
+    def unseen_tenants(self, queue_prefix: str, tenants: list[str]) -> list[str]:
+        """Those of `tenants` the group has not seen (no job enqueued or run in the last hour): a typo
+        guard for verbs that take a tenant id."""
+        g = TenantGroupKeys(self.prefix, queue_prefix)
+        with self.client.pipeline(transaction=False) as pipe:
+            for tenant in tenants:
+                pipe.zscore(g.seen, tenant)
+            scores = pipe.execute()
+        return [tenant for tenant, score in zip(tenants, scores, strict=True) if score is None]
+
+    def tenant_figures(self, queue_prefix: str, window_s: int = TENANT_WINDOW_S) -> list[TenantFigures]:
         """Figures for every tenant active within the window: one pipelined read of the group's sets,
         then one script call per TENANT_FIGURES_BATCH tenants (their lists and minute hashes read in
         Redis: 10,000 tenants are 20 calls, not 60,000 commands)."""
@@ -265,13 +305,11 @@ class Runs:
         return quantile_ms(self.waits, q)
 
 
-def age_s(head: bytes | None, now: int) -> float | None:
-    """Age of the oldest ready job from its document's timestamps; None when empty or not a job
-    (decoding is total and bounded, so a poison document at the head cannot break a read)."""
-    if head is None:
-        return None
-    try:
-        since = decode(head).ready_since_ms
-    except JobError:
-        return None
+def age_s(since: int | None, now: int) -> float | None:
+    """How long a job has been ready (seconds), from `Inspector.ready_since`; None for no job, or a
+    document that said nothing (decoding is total and bounded: a poison document cannot break a read)."""
     return max(0.0, (now - since) / 1000) if since else None
+
+
+def _int_or(raw: bytes | None, default: int) -> int:
+    return int(raw) if raw else default

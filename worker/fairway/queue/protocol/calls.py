@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fairway.queue.protocol.job import Job
 from fairway.queue.protocol.keys import DEFAULT_PREFIX, GlobalKeys, QueueKeys, TenantGroupKeys
 from fairway.resource.spec import TenantSettings, TenantsSpec
 
@@ -67,6 +68,12 @@ class Reservation:
     tenant: str | None = None
     lost: int = 0  # times it was running when its worker vanished (its reservation expired)
     member: bytes = b""  # what the reserved set holds for it, `<job key>\t<tag>`: what settles and renews it
+    ready_at_ms: int | None = None  # when it was handed back and ready again (a retry, a lost job); Redis clock
+
+    def ready_since_ms(self, job: Job) -> int:
+        """When this attempt's wait for a slot began: the end of its backoff (or when it was handed back),
+        else the document's due time or enqueue. A wait never counts the job's own backoff."""
+        return self.ready_at_ms if self.ready_at_ms is not None else job.ready_since_ms
 
 
 def holder_tag(worker: str, call: int) -> str:
@@ -189,7 +196,7 @@ def ack_tenant(g: TenantGroupKeys, member: bytes, wait_bucket: int) -> ScriptCal
 def release(k: QueueKeys, active: str | None, member: bytes, delay_ms: int) -> ScriptCall:
     return ScriptCall(
         "release",
-        [k.reserved, k.delayed, k.ready, k.notify, k.leased, *_active(active)],
+        [k.reserved, k.delayed, k.ready, k.notify, k.leased, k.attempts, *_active(active)],
         [member, delay_ms, k.queue],
     )
 

@@ -60,6 +60,7 @@ REFUSALS: dict[str, tuple[str, str]] = {
     "BAD_TRIES": ("producers", f"max_tries is not a whole number from 1 to {MAX_TRIES:,}"),
     "BAD_TIMEOUT": ("producers", f"timeout is not seconds above 0 and at most {MAX_TIMEOUT_S:,}"),
     "BAD_CHUNK_SIZE": ("producers", "chunk_size is not a whole number of at least 1"),
+    "BAD_OPTION": ("producers", "a call names an option the producer does not have (handler kwargs go in kwargs)"),
 }
 
 
@@ -196,8 +197,9 @@ def check_delay_ms(delay_s: float | None) -> int:
 
 
 def delay_ms(delay_s: float) -> int:
-    """The protocol's rounding of a delay: seconds to whole ms, rounded down (0.0019 s is 1 ms)."""
-    return int(delay_s * 1000)
+    """The protocol's rounding of a delay: seconds to whole ms, rounded down, of the decimal as written
+    (0.0019 s is 1 ms; 1.001 s is 1001 ms, though 1.001 * 1000 is 1000.9999999999999 as a float)."""
+    return math.floor(round(delay_s * 1000, 6))
 
 
 def check_timeout(timeout: float) -> float:

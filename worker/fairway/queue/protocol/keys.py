@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 DEFAULT_PREFIX = "fairway"
+# The attempts-hash field `<job key>` + this: when a handed-back job was ready again (ms, Redis clock);
+# lib.lua's READY, which writes it (a unit test keeps the two equal).
+READY_FIELD = "\tready"
 SERVED_NAME_MARK = "@"  # a served name starting with it is a tenant group, never a queue (queue names cannot)
 
 
@@ -34,7 +37,11 @@ QUEUE_KEYS: tuple[KeyPart, ...] = (
         "`<job id>\\t<tag>` -> lease deadline (ms, Redis clock); the tag names the holding worker",
     ),
     KeyPart("delayed", "sorted set", "document -> when it is due (ms, Redis clock)"),
-    KeyPart("attempts", "hash", "job id -> attempts started (+ 2^20 x times lost)"),
+    KeyPart(
+        "attempts",
+        "hash",
+        "job id -> attempts started (+ 2^20 x times lost); `<job id>\\tready` -> when it was ready again (ms)",
+    ),
     KeyPart("leased", "hash", "job id -> `<tag>\\t<document>`, for each reservation: one per job"),
     KeyPart("failed", "hash", "job id -> failure record (JSON: payload, exception, message, traceback, attempts)"),
     KeyPart("failed_index", "sorted set", "job id -> failed at (ms); the newest 100,000 are kept"),
@@ -53,7 +60,12 @@ TENANT_GROUP_KEYS: tuple[KeyPart, ...] = (
     KeyPart("reserved", "sorted set", "`<tenant id>\\t<job id>\\t<tag>` -> lease deadline (ms)"),
     KeyPart("delayed", "sorted set", "`<id>\\t<document>` -> due time (ms)"),
     KeyPart("notify", "list", "one token per ready job"),
-    KeyPart("attempts", "hash", "`<tenant id>\\t<job id>` -> attempts started (+ 2^20 x times lost)"),
+    KeyPart(
+        "attempts",
+        "hash",
+        "`<tenant id>\\t<job id>` -> attempts started (+ 2^20 x times lost); with `\\tready` -> when it was "
+        "ready again (ms)",
+    ),
     KeyPart("leased", "hash", "`<tenant id>\\t<job id>` -> `<tag>\\t<document>`, for each reservation"),
     KeyPart("inflight", "hash", "tenant id -> jobs reserved now (what `maxInFlight` caps)"),
     KeyPart(

@@ -33,6 +33,7 @@ from fairway.queue.runtime.settings import WorkerSettings
 POLL_S = 0.1  # idle polling interval where one blocking read is impossible (cluster) or not wanted
 SERVED_SET_TTL_S = 86_400  # a served set outlives its workers by a day; every refresh renews it
 RUNTIMES_KEPT_S = 900  # per-minute runtime counters, for the auto-balancer's 5-minute averages
+REDIS_TICK_S = 0.1  # how late Redis may time a blocked client out (its clock tick at the default hz)
 SHORT_WAIT_S = (
     0.2  # a rate token due sooner than this is slept for, not blocked for (Redis times blocks out in 100 ms ticks)
 )
@@ -90,9 +91,12 @@ class Fetcher(ABC):
         """After an outage Redis may have restarted empty: forget what must be registered again
         before the next reserve."""
 
-    def wait_for_work(self, block_for_s: float, until_maintenance_s: float) -> None:
-        """Idle until work may have arrived: at most `block_for_s`, waking for housekeeping."""
-        time.sleep(POLL_S)
+    def wait_for_work(self, block_for_s: float, until_maintenance_s: float) -> float | None:
+        """Idle until work may have arrived: at most `block_for_s`, waking for housekeeping (which moves
+        delayed jobs when they fall due). Returns seconds until the earliest delayed job it saw is due
+        (from when it began waiting), or None when it did not look."""
+        time.sleep(max(0.0, min(POLL_S, until_maintenance_s)))
+        return None
 
     def renew(self, held: Sequence[Reservation]) -> list[Reservation]:
         """Renew the leases of the jobs this process holds: one call per queue or tenant group (each
@@ -144,8 +148,9 @@ class Fetcher(ABC):
 
     # -- housekeeping ----------------------------------------------------------------------------
 
-    def maintain(self) -> tuple[int, int, int]:
-        """Move due delayed jobs and expired reservations back to ready; (due, expired, ready) summed.
+    def maintain(self) -> tuple[int, int, int, int | None]:
+        """Move due delayed jobs and expired reservations back to ready; (due, expired, ready) summed,
+        and ms until the earliest delayed job left falls due (None: none is left).
 
         Pipelined on a standalone Redis; one call per queue on a cluster, whose pipelines refuse
         scripts. Either way it runs on a timer and when going idle, never per job.
@@ -158,6 +163,7 @@ class Fetcher(ABC):
             sum(int(r[0]) for r in results),
             sum(int(r[1]) for r in results),
             sum(int(r[2]) for r in results),
+            min((int(r[3]) for r in results if int(r[3]) >= 0), default=None),
         )
 
     def _run_all(self, batch: Sequence[ScriptCall]) -> list[Any]:
@@ -265,41 +271,54 @@ class StandaloneFetcher(Fetcher):
                 flat[i + 3].decode() if flat[i + 3] else None,
                 int(flat[i + 4]),
                 flat[i + 5],
+                int(flat[i + 6]) if flat[i + 6] else None,
             )
-            for i in range(0, len(flat), 6)
+            for i in range(0, len(flat), 7)
         ]
 
-    def wait_for_work(self, block_for_s: float, until_maintenance_s: float) -> None:
+    def wait_for_work(self, block_for_s: float, until_maintenance_s: float) -> float | None:
         if block_for_s == 0:
-            super().wait_for_work(block_for_s, until_maintenance_s)
-            return
-        token_due_s = self._until_token_due_s()
-        if token_due_s < SHORT_WAIT_S:
+            return super().wait_for_work(block_for_s, until_maintenance_s)
+        token_due_s, delayed_due_s = self._until_due_s()
+        if token_due_s < SHORT_WAIT_S or delayed_due_s < REDIS_TICK_S:
             # Redis times blocked clients out on its own clock tick (100 ms at the default hz), too
-            # coarse for a rate's next token: sleep here instead, at most SHORT_WAIT_S.
-            time.sleep(token_due_s)
-            return
-        timeout = min(block_for_s, max(0.01, until_maintenance_s), token_due_s)
+            # coarse for a rate's next token or a delayed job's due time: sleep here instead.
+            time.sleep(min(token_due_s, delayed_due_s))
+            return delayed_due_s
+        # Blocked until a tick before a delayed job is due (then slept for exactly, above); a new
+        # earlier one wakes the block through its notify token (enqueue.lua's schedule).
+        delayed_block_s = delayed_due_s - REDIS_TICK_S
+        timeout = min(block_for_s, max(0.01, until_maintenance_s), token_due_s, delayed_block_s)
         notify = [QueueKeys(self.prefix, q).notify for q in self.queues]
         if self.group is not None:
             notify.append(self.group.keys.notify)
         # BLMPOP takes a float timeout in seconds; the socket timeout was set above it at connect time.
         self.client.blmpop(timeout, len(notify), *notify, direction="LEFT", count=1)
+        return delayed_due_s
 
-    def _until_token_due_s(self) -> float:
+    def _until_due_s(self) -> tuple[float, float]:
         """Seconds until the first tenant parked for its rate has its next token (the reserve that
-        follows puts it back in the ring): an idle worker wakes for it, not a poll later. One round trip,
-        only when going idle with a tenant group."""
-        if self.group is None:
-            return float("inf")
+        follows puts it back in the ring), and until the earliest delayed job of any served queue is
+        due (housekeeping moves it): an idle worker wakes for either, not a poll later. One round trip
+        each time it goes idle."""
         with self.client.pipeline(transaction=False) as pipe:
             pipe.time()
-            pipe.zrangebyscore(self.group.keys.parked, "-inf", "+inf", start=0, num=1, withscores=True)
-            (seconds, micros), first = pipe.execute()
-        if not first or first[0][1] == float("inf"):
-            return float("inf")
-        due_ms, now_ms = float(first[0][1]), int(seconds) * 1000 + int(micros) / 1000
-        return max(0.005, (due_ms - now_ms) / 1000)
+            if self.group is not None:
+                pipe.zrangebyscore(self.group.keys.parked, "-inf", "+inf", start=0, num=1, withscores=True)
+                pipe.zrange(self.group.keys.delayed, 0, 0, withscores=True)
+            for queue in self.queues:
+                pipe.zrange(QueueKeys(self.prefix, queue).delayed, 0, 0, withscores=True)
+            (seconds, micros), *firsts = pipe.execute()
+        now_ms = int(seconds) * 1000 + int(micros) / 1000
+
+        def until(first: list[tuple[bytes, float]]) -> float:
+            if not first or first[0][1] == float("inf"):
+                return float("inf")
+            return max(0.0, (float(first[0][1]) - now_ms) / 1000)
+
+        parked = until(firsts.pop(0)) if self.group is not None else float("inf")
+        token_due_s = max(0.005, parked) if parked != float("inf") else parked
+        return token_due_s, min((until(first) for first in firsts), default=float("inf"))
 
 
 class ClusterFetcher(Fetcher):
@@ -329,14 +348,18 @@ class ClusterFetcher(Fetcher):
             if self.group is not None and name == self.group.name:
                 result = self.scripts.run(calls.reserve_tenant(self.group, u, self.retry_after_ms, holder))
                 if result:
-                    tenant, payload, attempts, lost, member = result
-                    return Reservation(name, payload, int(attempts), tenant.decode(), int(lost), member)
+                    tenant, payload, attempts, lost, member, ready_at = result
+                    return Reservation(name, payload, int(attempts), tenant.decode(), int(lost), member, _ms(ready_at))
                 continue
             result = self.scripts.run(calls.reserve_one(QueueKeys(self.prefix, name), self.retry_after_ms, holder))
             if result:
-                payload, attempts, lost, member = result
-                return Reservation(name, payload, int(attempts), None, int(lost), member)
+                payload, attempts, lost, member, ready_at = result
+                return Reservation(name, payload, int(attempts), None, int(lost), member, _ms(ready_at))
         return None
+
+
+def _ms(value: bytes | None) -> int | None:
+    return int(value) if value else None
 
 
 def fetcher_for(

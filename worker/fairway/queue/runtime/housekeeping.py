@@ -41,14 +41,21 @@ class Housekeeping:
         self.name = name  # this process in the workers hash: host:pid
         self.beat = beat
         self.next_at = 0.0  # on `clock`: due at once
+        self.delayed_at = float("inf")  # on `clock`: when the earliest delayed job known falls due
         self._runtimes: dict[str, RunTally] = {}
         self._out_of_memory_since: float | None = None
 
     def due(self) -> bool:
-        return self.clock() >= self.next_at
+        """The timer's tick is due, or a delayed job fell due (which `run` then moves, alone)."""
+        return self.clock() >= min(self.next_at, self.delayed_at)
 
     def until_due_s(self) -> float:
-        return max(0.0, self.next_at - self.clock())
+        return max(0.0, min(self.next_at, self.delayed_at) - self.clock())
+
+    def expect_delayed(self, at: float) -> None:
+        """A delayed job falls due at `at` (on `clock`): `due` says so then, so it starts on time
+        instead of at the next tick."""
+        self.delayed_at = min(self.delayed_at, at)
 
     def tally(self, served_name: str, run_ms: float, wait_bucket: int) -> None:
         """One finished job's run time and wait, added up until the next tick writes them."""
@@ -58,12 +65,24 @@ class Housekeeping:
         tally.add(run_ms, wait_bucket)
 
     def run(self) -> None:
-        """One tick; an outage propagates (the caller backs off) and the timer still moves on."""
-        self.next_at = self.clock() + self.interval_s
+        """One tick; an outage propagates (the caller backs off) and the timer still moves on. Before
+        the tick is due, only the delayed jobs that fell due are moved."""
+        now = self.clock()
+        if now < self.next_at:
+            self._move_due()
+            return
+        self.next_at = now + self.interval_s
         self._unless_out_of_memory(self.fetcher.refresh)
-        self.fetcher.maintain()
+        self._move_due()
         self._unless_out_of_memory(self.write_runtimes)
         self._unless_out_of_memory(lambda: self.fetcher.heartbeat(self.name, self.beat()))
+
+    def _move_due(self) -> None:
+        """Due delayed jobs and expired reservations back to ready; note when the next delayed one is due."""
+        self.delayed_at = float("inf")
+        next_due_ms = self.fetcher.maintain()[3]
+        if next_due_ms is not None:
+            self.delayed_at = self.clock() + next_due_ms / 1000
 
     def beat_now(self) -> None:
         """The heartbeat alone, from the lease thread: a job running in the main thread holds up the

@@ -35,7 +35,7 @@ class Finished:
 
     @property
     def wait_ms(self) -> int:
-        return max(0, self.started_ms - self.job.ready_since_ms)
+        return max(0, self.started_ms - self.reservation.ready_since_ms(self.job))
 
     @property
     def queue(self) -> str:

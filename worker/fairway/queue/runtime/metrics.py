@@ -103,7 +103,11 @@ class WorkerMetrics(Collector):
         yield finished
         for name, text, histograms in (
             ("fairway_job_run_seconds", "Time a handler ran, by queue", self.run),
-            ("fairway_job_wait_seconds", "Time from enqueue (or due time) to start, by queue", self.wait),
+            (
+                "fairway_job_wait_seconds",
+                "Wait for a slot: from when the job became ready (enqueue, due, backoff over) to start",
+                self.wait,
+            ),
         ):
             family = HistogramMetricFamily(name, text, labels=["queue"])
             for queue, histogram in histograms.copy().items():

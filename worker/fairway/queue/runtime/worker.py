@@ -190,12 +190,11 @@ class Worker:
             return False
         return True
 
-    def _idle(self, wait: Callable[[], Any]) -> None:
-        """Wait with stop signals allowed to cut the wait short (Interrupted propagates)."""
+    def _idle(self, wait: Callable[[], Any]) -> Any:
+        """Wait with stop signals allowed to cut the wait short (Interrupted propagates); what `wait` gave."""
         self.signals.idle = True
         try:
-            if not self.signals.stopping:
-                wait()
+            return None if self.signals.stopping else wait()
         finally:
             self.signals.idle = False
 
@@ -313,8 +312,13 @@ class Worker:
         self.fetcher.reserve(acks, 0)
 
     def _wait_for_work(self) -> None:
+        began = self.clock()
         try:
-            self._idle(lambda: self.fetcher.wait_for_work(self.settings.block_for_s, self.housekeeping.until_due_s()))
+            due_s = self._idle(
+                lambda: self.fetcher.wait_for_work(self.settings.block_for_s, self.housekeeping.until_due_s())
+            )
+            if due_s is not None and due_s != float("inf"):
+                self.housekeeping.expect_delayed(began + due_s)  # moved at once, started on time
         except Interrupted:
             self.fetcher.abandon_wait()  # the connection was cut mid-read; we are leaving anyway
             raise
@@ -384,7 +388,7 @@ class Worker:
         `_account`, which runs while the next reserve call is on the wire."""
         started = done.started
         job = started.job
-        waited_ms = started.started_ms - job.ready_since_ms
+        waited_ms = started.started_ms - started.reservation.ready_since_ms(job)
         bucket = wait_bucket(waited_ms) if job.enqueued_at else NO_WAIT_BUCKET
         outcome = self.settler.settle(started.reservation, job, done.attempt, bucket)
         self._jobs_done += 1

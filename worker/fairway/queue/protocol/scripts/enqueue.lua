@@ -3,7 +3,9 @@
 -- KEYS[1] ready   KEYS[2] notify   KEYS[3] delayed
 -- KEYS[4] active set, KEYS[5] queue registry (both optional: standalone Redis only)
 -- ARGV[1] job document   ARGV[2] delay: whole ms as digits (0 = ready now)   ARGV[3] queue name
--- Returns 1 when the job is ready now, 0 when it was scheduled; refuses (writing nothing) with
+-- A delayed job that is now the earliest in `delayed` also pushes one token on `notify` (a wake-up:
+-- idle workers then wait for it exactly). Returns 1 when the job is ready now, 0 when it was
+-- scheduled; refuses (writing nothing) with
 -- BAD_DELAY, BAD_QUEUE, TOO_LARGE, BAD_DOCUMENT, BAD_ID, BAD_HANDLER or MISMATCH.
 -- #include producer_lib.lua
 local delay, refusal = read_delay(ARGV[2])
@@ -11,7 +13,7 @@ refusal = refusal or queue_refusal(ARGV[3]) or document_refusal(ARGV[1], ARGV[3]
 if refusal then return redis.error_reply(refusal) end
 if KEYS[5] then redis.call('SADD', KEYS[5], ARGV[3]) end
 if delay > 0 then
-  redis.call('ZADD', KEYS[3], now_ms() + delay, ARGV[1])
+  schedule(KEYS[3], KEYS[2], now_ms() + delay, {ARGV[1]})
   return 0
 end
 redis.call('RPUSH', KEYS[1], ARGV[1])

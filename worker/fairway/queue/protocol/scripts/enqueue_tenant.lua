@@ -5,6 +5,9 @@
 -- ARGV[3] delay: whole ms as digits (0 = now)   ARGV[4] the group's served name, '@<queuePrefix>'
 -- ARGV[5..] job documents (1 to LIMIT.documents_per_call), each with "tenant": ARGV[2] and
 -- "queue": <queuePrefix> .. ARGV[2]
+-- Delayed documents go to the group's delayed set (the tenant joins the ring when they are due; the
+-- group is named in the registry at once, in the active set only then); when they are the earliest
+-- there, one token goes on the group's notify list, to wake idle workers for them.
 -- Returns how many documents were enqueued; refuses (writing nothing) with BAD_KEYS, BAD_DELAY,
 -- BAD_TENANT, NO_DOCUMENTS, TOO_MANY, or for a document (naming its position) TOO_LARGE,
 -- BAD_DOCUMENT, BAD_ID, BAD_HANDLER or MISMATCH.
@@ -32,12 +35,12 @@ for i = 5, #ARGV do
   if refusal then return redis.error_reply(refusal .. ' (document ' .. (i - 4) .. ')') end
 end
 local now = now_ms()
-for i = 5, #ARGV do
-  if delay > 0 then
-    redis.call('ZADD', G .. GK.delayed, now + delay, id .. '\t' .. ARGV[i])
-  else
-    push_tenant(G, id, ARGV[i], now)
-  end
+if delay > 0 then
+  local members = {}
+  for i = 5, #ARGV do members[i - 4] = id .. '\t' .. ARGV[i] end
+  schedule(G .. GK.delayed, G .. GK.notify, now + delay, members)
+else
+  for i = 5, #ARGV do push_tenant(G, id, ARGV[i], now) end
 end
 if KEYS[3] then redis.call('SADD', KEYS[3], ARGV[4]) end
 if delay <= 0 and KEYS[2] then redis.call('SADD', KEYS[2], ARGV[4]) end

@@ -41,22 +41,33 @@ end
 -- counts an attempt and reads both.
 local LOST = 1048576  -- 2^20: attempts never reach it (max_tries is at most 1,000)
 
--- Forget a job's counters (it is done, or failed for good).
-local function forget_counts(attempts, jk)
-  redis.call('HDEL', attempts, jk)
+-- A job handed back (a retry after its backoff, a job lost with its worker, a retry by hand) became
+-- ready again at the time in the same hash's `<jk>\tready` field (ms, Redis clock): its next wait
+-- runs from there, not from the enqueue, so a tenant's wait never counts its own backoff.
+local READY = '\tready'
+
+local function mark_ready(attempts, jk, at)
+  redis.call('HSET', attempts, jk .. READY, at)
 end
 
--- Count one more attempt of a job being reserved; {attempts started, times lost}.
+-- Forget a job's counters (it is done, or failed for good).
+local function forget_counts(attempts, jk)
+  redis.call('HDEL', attempts, jk, jk .. READY)
+end
+
+-- Count one more attempt of a job being reserved; {attempts started, times lost, when it became
+-- ready again (false: never handed back, its document says)}.
 local function count_attempt(attempts, jk)
   local both = redis.call('HINCRBY', attempts, jk, 1)
-  return {both % LOST, math.floor(both / LOST)}
+  return {both % LOST, math.floor(both / LOST), redis.call('HGET', attempts, jk .. READY)}
 end
 
 -- A reservation expired: its worker vanished mid-job. The attempt is given back (losing a worker
 -- is not the job's failure) and counted as lost instead, so a job that kills every worker that
--- runs it can still be stopped (the worker fails it past its lost limit).
-local function count_lost(attempts, jk)
+-- runs it can still be stopped (the worker fails it past its lost limit). It is ready again `now`.
+local function count_lost(attempts, jk, now)
   redis.call('HINCRBY', attempts, jk, LOST - 1)
+  mark_ready(attempts, jk, now)
 end
 
 -- Lease job `jk` (document `doc`) to the worker call `tag` until `deadline`: the worker holding it
@@ -96,12 +107,12 @@ end
 
 -- An expired lease: out of `reserved` and `leased`, the attempt counted as lost; the job key and
 -- its document (false when the lease index had lost it: nothing to put back).
-local function expire(reserved, leased, attempts, member)
+local function expire(reserved, leased, attempts, member, now)
   redis.call('ZREM', reserved, member)
   local jk = split_reservation(member)
   local held = redis.call('HGET', leased, jk)
   redis.call('HDEL', leased, jk)
-  count_lost(attempts, jk)
+  count_lost(attempts, jk, now)
   return jk, held_document(held)
 end
 

@@ -6,7 +6,8 @@
 -- KEYS[1] ready   KEYS[2] reserved   KEYS[3] delayed   KEYS[4] notify   KEYS[5] attempts   KEYS[6] leased
 -- KEYS[7] active (standalone only)
 -- ARGV[1] most jobs moved per kind   ARGV[2] queue name
--- Returns {due moved, expired moved, ready length}.
+-- Returns {due moved, expired moved, ready length, ms until the earliest delayed job left is due (-1:
+-- none)}: the worker moves it when its time comes, not at its next timer tick.
 local now = now_ms()
 local limit = tonumber(ARGV[1])
 -- Move up to `limit` members of a sorted set whose time has come back to the ready list.
@@ -15,7 +16,7 @@ local function requeue(zset, lost)
   for i = 1, #members do
     local doc = members[i]
     if lost then
-      local _, held = expire(zset, KEYS[6], KEYS[5], members[i])
+      local _, held = expire(zset, KEYS[6], KEYS[5], members[i], now)
       doc = held
     else
       redis.call('ZREM', zset, members[i])
@@ -31,4 +32,5 @@ local due = requeue(KEYS[3], false)
 local expired = requeue(KEYS[2], true)
 local length = redis.call('LLEN', KEYS[1])
 if KEYS[7] and length > 0 then redis.call('SADD', KEYS[7], ARGV[2]) end
-return {due, expired, length}
+local first = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+return {due, expired, length, first[2] and math.max(0, tonumber(first[2]) - now) or -1}

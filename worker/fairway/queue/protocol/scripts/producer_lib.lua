@@ -39,6 +39,15 @@ local function document_refusal(doc, queue, tenant)
   end
 end
 
+-- Schedule `members` in a delayed set at `due`; when that makes them the earliest there, push one
+-- wake token on `notify`: an idle worker blocks until the earliest delayed job it knows of, and must
+-- hear of an earlier one (a token per delayed job would wake it for nothing).
+local function schedule(delayed, notify, due, members)
+  local first = redis.call('ZRANGE', delayed, 0, 0, 'WITHSCORES')
+  for i = 1, #members do redis.call('ZADD', delayed, due, members[i]) end
+  if first[2] == nil or due < tonumber(first[2]) then redis.call('RPUSH', notify, '1') end
+end
+
 -- A delay: whole ms written as digits only (no sign, exponent, fraction or hex), from 0 to
 -- LIMIT.delay_ms; returns the number, or nil and the refusal.
 local function read_delay(raw)

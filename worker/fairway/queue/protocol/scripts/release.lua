@@ -1,17 +1,19 @@
 #!lua flags=allow-oom
 -- Put a failed attempt back for a retry, after a delay (backoff) or at once; attempts are kept.
 -- KEYS[1] reserved   KEYS[2] delayed   KEYS[3] ready   KEYS[4] notify   KEYS[5] leased
--- KEYS[6] active (standalone only)
+-- KEYS[6] attempts   KEYS[7] active (standalone only)
 -- ARGV[1] reservation member (`<job key>\t<tag>`)   ARGV[2] delay in ms   ARGV[3] queue name
 -- Returns 1, or 0 when the lease had run out and the job was already handed out again.
 local jk, doc = unlease(KEYS[1], KEYS[5], ARGV[1])
 if not jk then return 0 end
 local delay = tonumber(ARGV[2])
+local ready_at = now_ms() + delay
+mark_ready(KEYS[6], jk, ready_at)  -- its next wait starts when the backoff ends
 if delay > 0 then
-  redis.call('ZADD', KEYS[2], now_ms() + delay, doc)
+  redis.call('ZADD', KEYS[2], ready_at, doc)
 else
   redis.call('RPUSH', KEYS[3], doc)
   redis.call('RPUSH', KEYS[4], '1')
-  if KEYS[6] then redis.call('SADD', KEYS[6], ARGV[3]) end
+  if KEYS[7] then redis.call('SADD', KEYS[7], ARGV[3]) end
 end
 return 1

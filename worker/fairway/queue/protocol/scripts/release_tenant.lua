@@ -17,6 +17,7 @@ leave_flight(G, id)
 record_failure(group, id, now)
 record_figures(G, id, now, 'f', tonumber(ARGV[9]))
 local delay = tonumber(ARGV[8])
+mark_ready(G .. GK.attempts, jk, now + delay)  -- its next wait starts when the backoff ends
 if delay > 0 then
   redis.call('ZADD', G .. GK.delayed, now + delay, id .. '\t' .. doc)
 else

@@ -17,8 +17,8 @@
 -- fairway/queue/protocol/scheduling.py), strict mode takes the lowest rank, and the tenant ring pops with its
 -- K in a row and its quarantine lane. The weights hash holds every served name's effective weight
 -- (written with the set, in one transaction).
--- Returns a flat array, six entries per job reserved: served name, document, attempts, tenant (or
--- false), lost, reservation member. It runs when Redis is out of memory (allow-oom): taking and acknowledging jobs is
+-- Returns a flat array, seven entries per job reserved: served name, document, attempts, tenant (or
+-- false), lost, reservation member, when it became ready again (ms; false: as its document says). It runs when Redis is out of memory (allow-oom): taking and acknowledging jobs is
 -- what frees memory.
 -- #include tenant_ring.lua
 -- #include tenant_lib.lua
@@ -64,7 +64,7 @@ local function take(pick, u, tag)
           and redis.call('ZCARD', G .. GK.parked) == 0 then
         redis.call('SREM', KEYS[1], q)
       end
-      if got then return {q, got[2], got[3], got[1], got[4], got[5]} end
+      if got then return {q, got[2], got[3], got[1], got[4], got[5], got[6]} end
     end
   elseif redis.call('EXISTS', queue_key(prefix, q, QK.paused)) == 0 then
     local doc = redis.call('LPOP', queue_key(prefix, q, QK.ready))
@@ -76,7 +76,7 @@ local function take(pick, u, tag)
       local member = lease(queue_key(prefix, q, QK.reserved), queue_key(prefix, q, QK.leased), jk, tag, doc, deadline)
       if member then
         local counts = count_attempt(queue_key(prefix, q, QK.attempts), jk)
-        return {q, doc, counts[1], false, counts[2], member}
+        return {q, doc, counts[1], false, counts[2], member, counts[3]}
       end
       doc = redis.call('LPOP', queue_key(prefix, q, QK.ready))  -- a copy of a job held now: dropped
     end
@@ -113,6 +113,6 @@ for j = 1, wanted do
     end
   end
   if got == nil then break end
-  for k = 1, 6 do out[#out + 1] = got[k] end
+  for k = 1, 7 do out[#out + 1] = got[k] end
 end
 return out

@@ -3,7 +3,7 @@
 -- KEYS[1] G .. 'ring'
 -- ARGV[1..6] the tenant group (see read_group)   ARGV[7] u, uniform in [0, 1)   ARGV[8] the lease in ms
 -- ARGV[9] the holder tag (`<worker>:<call>`, see lib.lua's lease)
--- Returns {tenant id, document, attempts, lost, reservation member} or false.
+-- Returns {tenant id, document, attempts, lost, reservation member, ready again at (ms) or false} or false.
 -- #include tenant_ring.lua
 -- #include tenant_lib.lua
 local group = read_group(ARGV, 1)

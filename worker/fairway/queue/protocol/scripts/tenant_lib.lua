@@ -367,7 +367,7 @@ local function pop_tenant(group, u, deadline, tag)
           if member then
             local counts = count_attempt(G .. GK.attempts, jk)
             redis.call('HINCRBY', G .. GK.inflight, id, 1)
-            return {id, doc, counts[1], counts[2], member}
+            return {id, doc, counts[1], counts[2], member, counts[3]}
           end
           -- a copy of a job held now (see lib.lua's lease): dropped; draw again
         end

@@ -6,7 +6,8 @@
 -- ARGV[1] G   ARGV[2] what:
 --   'set'       ARGV[3] tenant id, ARGV[4] the fields to change (`<weight>,<maxInFlight>,<rate>,<burst>`,
 --               an empty field left as it is): the tenant's run-time settings
---   'reset'     ARGV[3] tenant id: its run-time settings dropped (the resource's apply again)
+--   'reset'     ARGV[3] tenant id: its run-time settings dropped (the resource's apply again), and its
+--               counts of turns skipped at its cap or rate (they described the limits it had)
 --   'configure' ARGV[3] the defaults (same form), then pairs tenant id, settings: the resource's
 --               defaults and overrides, replacing the ones written before (the operator)
 -- Returns 1, or 0 for a 'configure' that found the resource's settings there already (nothing written).
@@ -30,6 +31,7 @@ if what == 'set' then
 elseif what == 'reset' then
   redis.call('HDEL', KEYS[1], ARGV[3])
   redis.call('HDEL', G .. GK.bucket, ARGV[3])
+  redis.call('HDEL', G .. GK.limited, ARGV[3] .. '\tcapped', ARGV[3] .. '\tthrottled')
   unpark(G, ARGV[3])
 elseif what == 'configure' then
   local want = {}

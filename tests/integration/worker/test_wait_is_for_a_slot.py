@@ -1,0 +1,90 @@
+"""A job's wait is time spent waiting for a slot: from the moment it became ready (enqueue, due time, end
+of its backoff, a retry by hand, its worker lost) to its start. A job's own backoff is not wait, so a
+flaky tenant does not float to the top of "worst p99 first", and a bulk retry fires no wait alert."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fairway.queue.access.client import Client
+from fairway.queue.connection import connect
+from fairway.queue.runtime.fetch import fetcher_for
+from fairway.queue.runtime.settings import WorkerSettings
+from support.workers import done_keys, job_lines, start_worker, wait_until, worker_env
+
+
+def fairway(url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "fairway.cli", *args, "--redis", url],
+        capture_output=True,
+        text=True,
+        env=worker_env(url),
+        timeout=30,
+    )
+
+
+def _config(tmp_path: Path) -> str:
+    config = tmp_path / "w.yaml"
+    config.write_text("backoff_s: [2]\nmaintenance_interval_s: 0.1\n")
+    return str(config)
+
+
+def test_a_queues_oldest_age_does_not_count_a_backoff(redis_url: str, tmp_path: Path) -> None:
+    """`fairway queues` (and the planner, and the dashboard) read the oldest ready job's age: a job back
+    from its backoff is as old as its wait for a slot, not as its first enqueue."""
+    Client(redis_url).enqueue("flaky", "k", 1, queue="default")
+    config = tmp_path / "w.yaml"
+    config.write_text("backoff_s: [2]\nmaintenance_interval_s: 0.1\n")
+    first = start_worker(redis_url, "--queues", "default", "--tries", "2", "--config", str(config), "--max-jobs", "1")
+    first.communicate(timeout=30)
+    time.sleep(2.3)  # its backoff runs out; move it to ready as a worker's timer does
+    settings = WorkerSettings(redis_url=redis_url, queues=["default"])
+    assert fetcher_for(connect(redis_url), settings).maintain()[0] == 1
+    [row] = [r for r in json.loads(fairway(redis_url, "queues", "--json").stdout) if r["queue"] == "default"]
+    assert row["ready"] == 1 and row["oldest_age_s"] < 1.0, row
+
+
+@pytest.mark.parametrize("where", ["queue", "tenant"])
+def test_a_retry_does_not_count_its_backoff_as_wait(redis_url: str, tmp_path: Path, where: str) -> None:
+    target = {"tenant": "flaky"} if where == "tenant" else {"queue": "default"}
+    Client(redis_url).enqueue("flaky", "k", 1, **target)
+    serve = ["--tenants", "tenant-"] if where == "tenant" else ["--queues", "default"]
+    worker = start_worker(redis_url, *serve, "--tries", "2", "--config", _config(tmp_path))
+    try:
+        assert wait_until(lambda: done_keys(redis_url) == ["k"], 15)
+        time.sleep(0.3)  # the figures of the last job ride on the next call
+    finally:
+        worker.terminate()
+        out, _ = worker.communicate(timeout=10)
+    lines = job_lines(out)
+    assert [(line["attempt"], line["outcome"]) for line in lines] == [(1, "retry"), (2, "ok")]
+    assert lines[1]["started_at"] - lines[0]["finished_at"] >= 2000, "the backoff itself was kept"
+    assert lines[1]["wait_ms"] < 500, f"the retry's wait counted its 2 s backoff: {lines[1]['wait_ms']} ms"
+    if where == "tenant":
+        [row] = json.loads(fairway(redis_url, "tenants", "--json").stdout)
+        assert row["p99_wait_ms"] < 1000, row
+
+
+def test_a_retry_by_hand_waits_from_the_retry_not_the_first_enqueue(redis_url: str, tmp_path: Path) -> None:
+    client = Client(redis_url)
+    client.enqueue("flaky", "k", 1, tenant="t1")
+    first = start_worker(redis_url, "--tenants", "tenant-", "--burst")
+    out, _ = first.communicate(timeout=30)
+    assert [line["outcome"] for line in job_lines(out)] == ["failed"]
+    time.sleep(2.5)  # the failure sits in the store a while before someone retries it
+    retried = fairway(redis_url, "failed", "retry", "--all", "--tenant", "t1")
+    assert retried.returncode == 0, retried.stderr
+    [group] = json.loads(fairway(redis_url, "queues", "--json").stdout)
+    assert group["ready"] == 1 and group["oldest_age_s"] < 1.0, f"the retried job's age counts from the retry: {group}"
+    second = start_worker(redis_url, "--tenants", "tenant-", "--burst")
+    out, _ = second.communicate(timeout=30)
+    [line] = job_lines(out)
+    assert line["outcome"] == "ok" and line["wait_ms"] < 1000, line
+    rows = json.loads(fairway(redis_url, "tenants", "--json").stdout)
+    assert rows[0]["p99_wait_ms"] < 1000, rows
