@@ -106,3 +106,25 @@ def test_a_missing_trace_and_a_bad_flag_are_usage_errors(tmp_path: Path) -> None
     assert done.returncode == 2 and "unknown policy 'hpa'" in done.stderr
     done = simulate("-f", str(SUPERVISOR), "--trace", str(TRACES / "steady.csv"), "--pod-start-s", "soon")
     assert done.returncode == 2 and "'soon' is not a number of seconds" in done.stderr
+
+
+def test_the_policies_share_each_pools_waiting_jobs_scale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Side by side, one backlog scale per pool: 1,500 waiting jobs must not look like 16."""
+    import matplotlib.pyplot as plt
+
+    from fairway.cli import main
+
+    kept: list[object] = []
+    monkeypatch.setattr(plt, "close", kept.append)
+    trace = TRACES / "burst.csv"
+    assert main(["simulate", "-f", str(SUPERVISOR), "--trace", str(trace), "--compare", "horizon,keda", "--plot",
+                 str(tmp_path / "p.png")]) == 0  # fmt: skip
+    [fig] = kept
+    axes = fig.axes  # type: ignore[attr-defined]
+    twins = axes[len(axes) // 2 :]  # the grid's axes come first, each one's waiting-jobs twin after
+    rows: dict[tuple[float, float], list[tuple[float, float]]] = {}
+    for twin in twins:
+        box = twin.get_position()
+        rows.setdefault((round(box.y0, 3), round(box.y1, 3)), []).append(twin.get_ylim())
+    assert len(rows) >= 2 and all(len(limits) == 3 for limits in rows.values())
+    assert all(len(set(limits)) == 1 for limits in rows.values()), rows

@@ -319,3 +319,22 @@ def test_a_redis_that_goes_away_is_a_503_page_and_the_dashboard_recovers() -> No
         server.cleanup()
         if again is not None:
             again.cleanup()
+
+
+def test_at_420_px_nothing_overflows_and_the_token_box_is_whole(
+    redis_url: str, dashboard: str, browser: WebDriver, tmp_path: Path
+) -> None:
+    Client(redis_url).enqueue_many("noop", [[]] * 3, tenant="acme")
+    browser.set_window_size(420, 900)
+    try:
+        for page in ("/", "/tenants", "/failed"):
+            browser.get(dashboard + page)
+            width = browser.execute_script("return window.innerWidth")
+            scroll = browser.execute_script("return document.documentElement.scrollWidth")
+            box = browser.execute_script("return document.getElementById('token').getBoundingClientRect().right")
+            assert scroll <= width, f"{page}: the page is {scroll} px wide in a {width} px window"
+            assert box <= width, f"{page}: the token box is cut at {width} px (it ends at {box})"
+        browser.get(dashboard + "/")
+        screenshot(browser, "dashboard-420px", tmp_path)
+    finally:
+        browser.set_window_size(1440, 900)

@@ -231,3 +231,44 @@ def test_up_writes_the_supervisors_tenant_settings_as_the_operator_does(redis_ur
     Up([("local", spec)], redis_url, log_dir=tmp_path / "logs")
     acme = TenantSettingsStore(connect(redis_url)).show("tenant-", "acme")
     assert (acme.max_in_flight, acme.rate, acme.sources["max_in_flight"]) == (2, 5.0, "override")
+
+
+def test_up_uses_fairway_redis_url_as_every_verb_does(redis_url: str, tmp_path: Path) -> None:
+    """A supervisor with a secretRef, FAIRWAY_REDIS_URL exported (the README's way): the jobs enqueued there
+    are served, not left behind while a private Redis idles."""
+    path = manifest(tmp_path, balance="none", maxProcesses=1)
+    cmd = [sys.executable, "-m", "fairway.cli", "up", "-f", str(path), "--logs", str(tmp_path / "logs"), "--quiet"]
+    env = {**worker_env(redis_url), "FAIRWAY_REDIS_URL": redis_url}
+    up = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        Client(redis_url).enqueue_many("record", [["a"], ["b"]], queue="high")
+        r = redis.Redis.from_url(redis_url)
+        assert wait_for(lambda: r.llen("test:done") == 2), "the jobs on FAIRWAY_REDIS_URL ran"
+    finally:
+        up.send_signal(signal.SIGTERM)
+        out, _ = up.communicate(timeout=30)
+    assert "private redis-server" not in out and up.returncode == 0, out
+
+
+def test_up_refuses_an_unreachable_url_the_user_named(tmp_path: Path) -> None:
+    path = manifest(tmp_path)
+    cmd = [sys.executable, "-m", "fairway.cli", "up", "-f", str(path), "--logs", str(tmp_path / "logs")]
+    env = {**os.environ, "FAIRWAY_REDIS_URL": "redis://:pw@127.0.0.1:1/0"}
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=30)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "FAIRWAY_REDIS_URL) is not reachable" in out.stderr and "pw" not in out.stderr
+
+
+def test_up_removes_the_temporary_folder_it_made(redis_url: str, tmp_path: Path) -> None:
+    path = manifest(tmp_path, balance="none", maxProcesses=1)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    cmd = [sys.executable, "-m", "fairway.cli", "up", "-f", str(path), "--redis", redis_url, "--quiet"]
+    env = {**worker_env(redis_url), "TMPDIR": str(temp)}
+    up = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    assert wait_for(lambda: any(temp.glob("fairway-up-*")))
+    time.sleep(1.0)
+    up.send_signal(signal.SIGINT)
+    out, _ = up.communicate(timeout=30)
+    assert up.returncode == 0, out
+    assert list(temp.iterdir()) == [], "fairway up left its folder behind"

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from fairway.cli.common import OK, UNUSABLE, Verbs, valid_supervisors
+from fairway.resource.names import REDIS_URL_ENV
 
 
 def _reachable(url: str) -> bool:
@@ -30,7 +32,14 @@ def cmd_up(args: argparse.Namespace) -> int:
     if args.dry_run:
         sys.stdout.write(dry_run_plan(supervisors))
         return OK
-    url = args.redis or next((s.redis.url for _, s in supervisors if s.redis.url), None)
+    # The same rule as every verb: --redis, then FAIRWAY_REDIS_URL; then the spec's redis.url (a secretRef
+    # names a Kubernetes Secret, which cannot be read here); a private Redis only when none is given.
+    chosen = args.redis or os.environ.get(REDIS_URL_ENV)
+    if chosen and not _reachable(chosen):  # named by the user: never swapped for a private Redis
+        where = "--redis" if args.redis else REDIS_URL_ENV
+        print(f"fairway up: {redacted(chosen)} ({where}) is not reachable; start it or fix the URL", file=sys.stderr)
+        return UNUSABLE
+    url = chosen or next((s.redis.url for _, s in supervisors if s.redis.url), None)
     with contextlib.ExitStack() as stack:
         if url is None or (not _reachable(url) and args.embedded_redis is not False):
             if url is not None:
@@ -92,7 +101,11 @@ def cmd_demo(_: argparse.Namespace) -> int:
 def register(verbs: Verbs) -> None:
     up = verbs.add_parser("up", help="run a QueueSupervisor's pools as local worker processes")
     up.add_argument("-f", "--file", required=True, help="YAML file of QueueSupervisors, or -")
-    up.add_argument("--redis", default=None, help="Redis URL (default: the spec's redis.url)")
+    up.add_argument(
+        "--redis",
+        default=None,
+        help=f"Redis URL (default: ${REDIS_URL_ENV}, else the spec's redis.url, else a private redis-server)",
+    )
     up.add_argument(
         "--embedded-redis",
         dest="embedded_redis",

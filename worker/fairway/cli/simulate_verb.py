@@ -100,7 +100,8 @@ def register(verbs: Verbs) -> None:
     sim = verbs.add_parser(
         "simulate",
         help="replay an arrival trace through the autoscaler (and Horizon's and KEDA's) and compare",
-        description="Replay TRACE.csv (docs/simulate.md) through the planner the operator runs, on simulated pods.",
+        description="Replay TRACE.csv (its format: docs/scaling.md, 'The trace') through the planner the "
+        "operator runs, on simulated pods.",
     )
     sim.add_argument("-f", "--file", required=True, help="YAML file holding one QueueSupervisor")
     sim.add_argument("--trace", required=True, help="CSV: t_s,queue,jobs,run_ms[,tenant], sorted by t_s")

@@ -12,7 +12,7 @@ import json
 import sys
 from typing import Any
 
-from fairway.cli.common import OK, UNUSABLE, Verbs, add_redis_options
+from fairway.cli.common import OK, UNUSABLE, Verbs, add_group_option, add_redis_options
 from fairway.resource.names import DEFAULT_TENANT_PREFIX, TENANT_ID, TENANT_ID_RULE, TENANT_PREFIX
 
 FLAGS = {"weight": "--weight", "max_in_flight": "--max-in-flight", "rate": "--rate", "burst": "--burst"}
@@ -108,6 +108,7 @@ def describe(view: Any) -> str:
         f"  parked         {parked}",
         f"  skipped        {view.capped} at its cap, {view.throttled} for its rate",
         f"  quarantined    {quarantine.get(view.quarantined, 'no')}",
+        f"  paused         {'yes (fairway continue --tenant ' + view.tenant + ')' if view.paused else 'no'}",
     ]
     return "\n".join(lines).replace("max_in_flight ", "maxInFlight   ")
 
@@ -117,11 +118,7 @@ def register(verbs: Verbs) -> None:
     add_redis_options(tenant)
     tenant.add_argument("action", choices=["set", "show", "reset"], help="set run-time settings, show them, or reset")
     tenant.add_argument("id", metavar="ID", help="the tenant id")
-    tenant.add_argument(
-        "--group",
-        default=DEFAULT_TENANT_PREFIX,
-        help=f"the tenant group's queue prefix (default {DEFAULT_TENANT_PREFIX})",
-    )
+    add_group_option(tenant, "group")
     tenant.add_argument("--weight", default=None, help="turns among busy tenants in proportion to it (default 1)")
     tenant.add_argument("--max-in-flight", default=None, help="at most N of its jobs running at once, fleet-wide")
     tenant.add_argument("--rate", default=None, metavar="R/s", help="jobs per second it may start, e.g. 20/s")

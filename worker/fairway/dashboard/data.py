@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from fairway.queue.access.admin import Admin
 from fairway.queue.access.figures import FailedJob, QueueStats, TenantFigures, ranked
-from fairway.queue.access.inspector import Inspector, Runs
+from fairway.queue.access.inspector import TENANT_WINDOW_S, Inspector, Runs, now_ms
 from fairway.queue.access.tenant_settings import TenantSettingsStore
 from fairway.queue.connection import RedisClient
 from fairway.queue.protocol.keys import TenantGroupKeys, family_keys, is_group_name
@@ -28,7 +28,8 @@ class QueueRow:
 
 @dataclass(frozen=True)
 class GroupSummary:
-    active: int  # tenants with ready jobs (both rings)
+    waiting: int  # tenants with jobs waiting for a slot now (both rings): 0 while every job starts at once
+    recent: int  # tenants with any activity in the last 5 minutes: what the tenants page lists
     quarantined: int
     paused_tenants: int
 
@@ -69,6 +70,7 @@ class Board:
         groups = [n for n in names if is_group_name(n)]
         summaries: dict[str, GroupSummary] = {}
         if groups:
+            since_ms = now_ms() - TENANT_WINDOW_S * 1000  # the tenants page's window, on the same clock
             with self.client.pipeline(transaction=False) as pipe:
                 for name in groups:
                     g = family_keys(self.inspector.prefix, name)
@@ -77,10 +79,11 @@ class Board:
                     pipe.llen(g.qring)
                     pipe.scard(g.quarantined)
                     pipe.scard(g.paused_tenants)
+                    pipe.zcount(g.seen, since_ms, "+inf")
                 raw = pipe.execute()
             for index, name in enumerate(groups):
-                ring, qring, quarantined, paused = raw[index * 4 : index * 4 + 4]
-                summaries[name] = GroupSummary(int(ring) + int(qring), int(quarantined), int(paused))
+                ring, qring, quarantined, paused, recent = raw[index * 5 : index * 5 + 5]
+                summaries[name] = GroupSummary(int(ring) + int(qring), int(recent), int(quarantined), int(paused))
         return Overview([QueueRow(s, runs[s.queue], summaries.get(s.queue)) for s in stats])
 
     def tenants(self, queue_prefix: str, sort: str, search: str, limit: int) -> tuple[list[TenantFigures], int]:

@@ -8,6 +8,7 @@ which fairway.js swaps in every few seconds (no full reload, no front-end build)
 from __future__ import annotations
 
 import html
+import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import urlencode
@@ -93,8 +94,9 @@ def overview(data: Any, workers: Sequence[dict[str, Any]], message: str | None, 
         if row.group is not None:
             g = row.group
             detail = (
-                f'<div class="sub">{g.active} {"tenant" if g.active == 1 else "tenants"} active, '
-                f"{g.quarantined} quarantined, {g.paused_tenants} paused</div>"
+                f'<div class="sub">{g.recent} {"tenant" if g.recent == 1 else "tenants"} active in the last 5 '
+                f"minutes, {g.waiting} with jobs waiting now, {g.quarantined} quarantined, "
+                f"{g.paused_tenants} paused</div>"
             )
         verb = "continue" if s.paused else "pause"
         buttons = action(f"/actions/{verb}", verb, {"queue": s.queue}) if can_act else ""
@@ -127,8 +129,11 @@ def sparkline(values: Sequence[float | None], width: int = 100, height: int = 20
     top = max(points) or 1.0
     step = (width - 4) / max(1, len(values) - 1)
     xy = [(2 + i * step, height - 2 - (v / top) * (height - 5)) for i, v in enumerate(values) if v is not None]
+    if len(xy) == 1:  # one minute with jobs: a level across the window, not a lone dot
+        xy = [(2.0, xy[0][1]), *xy, (width - 2.0, xy[0][1])]
     line = " ".join(f"{x:.1f},{y:.1f}" for x, y in xy)
-    dots = "".join(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2"/>' for x, y in xy)
+    marks = xy[1:2] if len(points) == 1 else xy  # the level's ends are not minutes
+    dots = "".join(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2"/>' for x, y in marks)
     label = ", ".join(ms(v) for v in points)
     return (
         f'<svg class="spark" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
@@ -188,7 +193,9 @@ def tenants(
         f'<button type="submit">Search</button></form><p class="sub">{esc(shown)}</p>'
         f"{settings_form(group) if can_act else ''}"
         "<table class=tenants><thead><tr><th>Tenant</th><th>Weight</th>"
-        f"<th>{sorts['waiting']}</th><th>In flight</th><th>Done</th><th>Failed</th><th>{sorts['failures']}</th>"
+        f"<th>{sorts['waiting']}</th><th>In flight</th><th>Done</th>"
+        '<th title="failed attempts in the window, retries included; jobs that failed for good are on the '
+        f'Failed jobs page">Tries failed</th><th>{sorts["failures"]}</th>'
         f"<th>p50 wait</th><th>{sorts['p99']}</th><th>Recent p99</th><th>State</th><th></th></tr></thead><tbody>"
         + ("".join(body) or '<tr><td colspan=12 class="empty">no tenants active in the last 5 minutes</td></tr>')
         + "</tbody></table>"
@@ -297,9 +304,20 @@ def failed_job(job: FailedJob | None, served: str, job_id: str, can_act: bool) -
     rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in facts)
     return (
         f'<h2>Failed job <code>{esc(job.id)}</code></h2><div class="bulk">{buttons}</div>'
-        f'<table class="facts">{rows}</table><h3>Payload</h3><pre class="payload">{esc(r.get("payload"))}</pre>'
+        f'<table class="facts">{rows}</table><h3>Payload</h3>'
+        f'<pre class="payload">{esc(readable(r.get("payload")))}</pre>'
         f'<h3>Traceback</h3><pre class="traceback">{esc(r.get("traceback") or "-")}</pre>'
     )
+
+
+def readable(payload: object) -> str:
+    """A job document indented for reading (one long line otherwise); as stored when it is not JSON."""
+    if not isinstance(payload, str):
+        return str(payload)
+    try:
+        return json.dumps(json.loads(payload), indent=2, ensure_ascii=False)
+    except (ValueError, RecursionError):
+        return payload
 
 
 def refused(reason: str) -> str:

@@ -9,6 +9,7 @@ SIGTERM drains every worker (each finishes its job) before exiting.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -92,6 +93,7 @@ class Up:
         self.out = out
         self.quiet = quiet
         self.tick_s = tick_s
+        self._own_log_dir = log_dir is None  # a temporary folder of ours: removed when this stops
         self.log_dir = log_dir or Path(tempfile.mkdtemp(prefix="fairway-up-"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._stop = threading.Event()
@@ -134,7 +136,8 @@ class Up:
             for sig in (signal.SIGINT.value, signal.SIGTERM.value):
                 previous[sig] = signal.signal(sig, self._on_signal)
         try:
-            self._say(f"fairway up: worker logs and settings in {self.log_dir}")
+            kept = " (removed when this stops; --logs DIR keeps them)" if self._own_log_dir else ""
+            self._say(f"fairway up: worker logs and settings in {self.log_dir}{kept}")
             while not self._stop.is_set():
                 self._supervise()
                 self._balance()
@@ -147,6 +150,8 @@ class Up:
             self._drain()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+            if self._own_log_dir:
+                shutil.rmtree(self.log_dir, ignore_errors=True)
         return 0
 
     def _spawn(self, pool: LocalPool) -> None:

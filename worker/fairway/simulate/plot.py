@@ -43,6 +43,11 @@ def plot(results: Sequence[Result], path: str) -> None:
         squeeze=False,
     )
     top = {pool: max((rep.get(pool, 0) for r in results for _, rep, _ in r.timeline), default=1) for pool in pools}
+    # One waiting-jobs scale per pool across the policies (as the pods' scale is): side by side, the
+    # policies are compared by eye, so a backlog of 1,500 must not look like one of 16.
+    most_waiting = {
+        pool: max((w.get(pool, 0) for r in results for _, _, w in r.timeline), default=0) or 1 for pool in pools
+    }
     hours = max((t for r in results for t, _, _ in r.timeline), default=0) > 7200
     scale, unit = (3600.0, "hours") if hours else (1.0, "seconds")
     for col, result in enumerate(results):
@@ -52,7 +57,7 @@ def plot(results: Sequence[Result], path: str) -> None:
             waiting = ax.twinx()
             xs, ws = _spans(times, [w.get(pool, 0) for _, _, w in result.timeline])
             waiting.fill_between(xs, ws, color="0.85", step="post", linewidth=0)
-            waiting.set_ylim(bottom=0)
+            waiting.set_ylim(0, most_waiting[pool] * 1.05)
             if col == len(results) - 1:
                 waiting.set_ylabel("waiting jobs", color="0.4")
             xs, ps = _spans(times, [rep.get(pool, 0) for _, rep, _ in result.timeline])

@@ -1,5 +1,5 @@
 """Arrival traces for `fairway simulate` (pure): CSV with the header `t_s,queue,jobs,run_ms` and
-optionally `,tenant`, one row per arrival burst, sorted by `t_s` (docs/simulate.md).
+optionally `,tenant`, one row per arrival burst, sorted by `t_s` (docs/scaling.md, "The trace").
 
 Every refusal names the file's line and the column, and says what would be right.
 """

@@ -22,7 +22,6 @@ from fairway.resource.names import DEFAULT_WEIGHT
 from fairway.resource.spec import TenantOverride, TenantSettings
 
 RUN_TIME, OVERRIDE, DEFAULTS, BUILT_IN = "run-time", "override", "defaults", "built-in"
-CAMEL = {"weight": "weight", "max_in_flight": "maxInFlight", "rate": "rate", "burst": "burst"}
 
 
 def decode(raw: bytes | str | None) -> TenantSettings:
@@ -72,18 +71,21 @@ class TenantView:
     capped: int  # times skipped at its cap
     throttled: int  # times skipped for want of a rate token
     quarantined: str | None = None  # why it is in the slow lane: "failures" or "slow"; None = healthy
+    paused: bool = False  # `fairway pause --tenant`: its jobs wait, the group's other tenants go on
 
     def to_json(self) -> dict[str, Any]:
+        """Plain data, keys in snake_case as every `--json` of the CLI (`fairway tenants --json` too)."""
         parked = self.parked_until_ms
         return {
             "group": self.group,
             "tenant": self.tenant,
             "weight": self.weight,
-            "maxInFlight": self.max_in_flight,
+            "max_in_flight": self.max_in_flight,
             "rate": self.rate,
             "burst": self.burst,
-            "sources": {CAMEL[name]: source for name, source in self.sources.items()},
-            "inFlight": self.in_flight,
+            "sources": dict(self.sources),
+            "in_flight": self.in_flight,
+            "paused": self.paused,
             "parked": None if parked is None else ("cap" if parked == float("inf") else "rate"),
             "capped": self.capped,
             "throttled": self.throttled,
@@ -152,7 +154,8 @@ class TenantSettingsStore:
             pipe.hmget(g.limited, [f"{tenant}\tcapped", f"{tenant}\tthrottled"])
             pipe.sismember(g.quarantined, tenant)
             pipe.hget(g.qreason, tenant)
-            run_time, (override, defaults), in_flight, parked, (capped, throttled), held, why = pipe.execute()
+            pipe.sismember(g.paused_tenants, tenant)
+            run_time, (override, defaults), in_flight, parked, (capped, throttled), held, why, paused = pipe.execute()
         values, sources = effective(decode(run_time), decode(override), decode(defaults))
         return TenantView(
             queue_prefix,
@@ -163,5 +166,6 @@ class TenantSettingsStore:
             capped=int(capped or 0),
             throttled=int(throttled or 0),
             quarantined=(why.decode() if why else "failures") if held else None,
+            paused=bool(paused),
             **values,
         )

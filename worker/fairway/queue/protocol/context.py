@@ -74,7 +74,7 @@ def current_job() -> JobContext:
     except LookupError:
         raise RuntimeError(
             "fairway.current_job() is only available inside a handler run by a Fairway worker; in a unit test, "
-            "run the handler under fairway.queue.protocol.context.running(JobContext(...))"
+            "run the handler inside `with fairway.testing.running_job(...) as job:` (README, 'Producing and working')"
         ) from None
 
 
