@@ -4,7 +4,6 @@ not one; one rule for the URL (--redis, else FAIRWAY_REDIS_URL); a closed pipe i
 from __future__ import annotations
 
 import http.server
-import os
 import socket
 import subprocess
 import sys
@@ -15,6 +14,7 @@ import pytest
 
 from fairway.queue.access.client import Client
 from fairway.queue.access.producer import Producer
+from support.cli import fairway
 
 REDIS_VERBS = [
     ["queues"],
@@ -32,16 +32,6 @@ REDIS_VERBS = [
 ]
 # A worker waits for an unreachable Redis (it may start first); a URL or reply that cannot work ends it.
 WRONG_URL_VERBS = [*REDIS_VERBS, ["worker", "--queues", "default", "--burst"]]
-
-
-def fairway(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "fairway.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, **(env or {})},
-    )
 
 
 @pytest.mark.parametrize("verb", REDIS_VERBS, ids=lambda v: " ".join(v))

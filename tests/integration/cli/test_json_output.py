@@ -4,20 +4,12 @@ stdout and on stderr, and `fairway queues --json` gives every row its figures (t
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 
 import redis
 
 from fairway.queue.access.client import Client
-from support.workers import worker_env
-
-
-def fairway(*args: str, url: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "fairway.cli", *args], capture_output=True, text=True, env=worker_env(url), timeout=60
-    )
+from support.cli import fairway
 
 
 def test_a_json_worker_writes_only_json_lines(redis_url: str) -> None:
@@ -28,7 +20,7 @@ def test_a_json_worker_writes_only_json_lines(redis_url: str) -> None:
     redis.Redis.from_url(redis_url).rpush("fairway:{default}:ready", b"{not json")
     out = fairway(
         "worker", "--redis", redis_url, "--queues", "default", "--burst", "--log-format", "json", "--metrics-port", "0",
-        url=redis_url,
+        test_redis=redis_url,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     for stream in (out.stdout, out.stderr):
@@ -49,7 +41,7 @@ def test_queues_json_gives_a_tenant_group_its_oldest_age(redis_url: str) -> None
     time.sleep(0.3)
     client.enqueue("noop", tenant="b")
     client.enqueue("noop", queue="plain")
-    out = fairway("queues", "--redis", redis_url, "--json", url=redis_url)
+    out = fairway("queues", "--redis", redis_url, "--json", test_redis=redis_url)
     assert out.returncode == 0, out.stderr
     rows = {row["queue"]: row for row in json.loads(out.stdout)}
     assert rows["@tenant-"]["ready"] == 2

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from support.cli import fairway
 
 ROOT = Path(__file__).parents[3]
 TRACES = ROOT / "bench" / "traces"
@@ -16,8 +17,7 @@ SUPERVISOR = TRACES / "three-queues.yaml"
 
 
 def simulate(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "fairway.cli", "simulate", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=cwd)
+    return fairway("simulate", *args, cwd=cwd, timeout=120)
 
 
 def test_json_compares_the_three_policies_on_one_trace() -> None:

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -22,16 +20,12 @@ from fairway.queue.access.tenant_settings import TenantSettingsStore
 from fairway.queue.connection import connect
 from fairway.queue.protocol.keys import TenantGroupKeys
 from fairway.resource.spec import TenantOverride, TenantSettings
+from support.cli import fairway
 from support.spans import most_at_once
 from support.spans import spans as read_spans
-from support.workers import WorkerProcess, job_lines, run_in_process, start_worker, wait_until, worker_env
+from support.workers import WorkerProcess, job_lines, run_in_process, start_worker, wait_until
 
 GROUP = TenantGroupKeys("fairway", "tenant-")
-
-
-def fairway(redis_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "fairway.cli", *args, "--redis", redis_url]
-    return subprocess.run(cmd, capture_output=True, text=True, env=worker_env(redis_url), timeout=30)
 
 
 def spans(redis_url: str) -> list[tuple[str, int, int]]:
@@ -50,7 +44,7 @@ def test_weights_3_1_1_give_shares_within_2_points(redis_url: str, concurrency: 
     client = Client(redis_url)
     for tenant, jobs in (("heavy", 3000), ("b", 1000), ("c", 1000)):
         client.enqueue_many("noop", [[]] * jobs, tenant=tenant)
-    assert fairway(redis_url, "tenant", "set", "heavy", "--weight", "3").returncode == 0
+    assert fairway("tenant", "set", "heavy", "--weight", "3", redis=redis_url).returncode == 0
     worker = start_worker(redis_url, "--tenants", "tenant-", "--burst", "--concurrency", str(concurrency))
     out, _ = worker.communicate(timeout=120)  # --burst: it exits once the backlog is done
     lines = job_lines(out)
@@ -65,7 +59,7 @@ def test_a_cap_of_5_holds_across_4_workers_at_concurrency_8(redis_url: str) -> N
     client.enqueue_many("span", [[0.05]] * 120, tenant="capped")
     for tenant in ("x", "y"):
         client.enqueue_many("span", [[0.02]] * 150, tenant=tenant)
-    assert fairway(redis_url, "tenant", "set", "capped", "--max-in-flight", "5").returncode == 0
+    assert fairway("tenant", "set", "capped", "--max-in-flight", "5", redis=redis_url).returncode == 0
     workers = [start_worker(redis_url, "--tenants", "tenant-", "--concurrency", "8") for _ in range(4)]
     try:
         assert wait_until(lambda: len(spans(redis_url)) == 420, 60, 0.1), len(spans(redis_url))
@@ -82,7 +76,7 @@ def test_a_rate_of_20_per_second_holds_within_10_percent_and_others_go_on(redis_
     client = Client(redis_url)
     client.enqueue_many("span", [[]] * 80, tenant="metered")
     client.enqueue_many("span", [[]] * 300, tenant="free")
-    assert fairway(redis_url, "tenant", "set", "metered", "--rate", "20/s", "--burst", "1").returncode == 0
+    assert fairway("tenant", "set", "metered", "--rate", "20/s", "--burst", "1", redis=redis_url).returncode == 0
     workers = [start_worker(redis_url, "--tenants", "tenant-", "--concurrency", "4") for _ in range(4)]
     try:
         assert wait_until(lambda: len(spans(redis_url)) == 380, 30, 0.1), len(spans(redis_url))
@@ -154,7 +148,7 @@ def test_a_cap_raised_while_jobs_run_takes_effect_at_once(redis_url: str) -> Non
         assert wait_until(lambda: len(spans(redis_url)) >= 2, 10)
         seconds, micros = r.time()
         changed_ms = int(seconds) * 1000 + int(micros) // 1000
-        assert fairway(redis_url, "tenant", "set", "t", "--max-in-flight", "4").returncode == 0
+        assert fairway("tenant", "set", "t", "--max-in-flight", "4", redis=redis_url).returncode == 0
         assert wait_until(lambda: len(spans(redis_url)) == 16, 20)
     finally:
         stop([worker])
@@ -183,7 +177,7 @@ def test_a_slow_tenant_is_quarantined_for_its_share_of_the_run_time_and_gives_sl
         store = TenantSettingsStore(connect(redis_url))
         assert wait_until(lambda: store.show("tenant-", "slow").quarantined == "slow", 30, 0.1)
         running_then, done_then = int(r.hget(GROUP.inflight, "slow") or 0), slow_done()
-        assert json.loads(fairway(redis_url, "tenant", "show", "slow", "--json").stdout)["quarantined"] == "slow"
+        assert json.loads(fairway("tenant", "show", "slow", "--json", redis=redis_url).stdout)["quarantined"] == "slow"
         # The slow jobs started before the quarantine end; every one after it started under its rule.
         assert wait_until(lambda: slow_done() >= done_then + running_then, 20, 0.1)
         held = []
@@ -236,7 +230,7 @@ def test_settings_survive_a_worker_restart_and_the_resource_layers_fall_through(
 def test_bad_input_to_fairway_tenant_is_one_line_exit_2_and_writes_nothing(
     redis_url: str, args: list[str], words: str
 ) -> None:
-    done = fairway(redis_url, "tenant", *args)
+    done = fairway("tenant", *args, redis=redis_url)
     assert done.returncode == 2, done
     assert words in done.stderr and "Traceback" not in done.stderr
     if args[1] != "-x":

@@ -6,8 +6,6 @@ import hashlib
 import itertools
 import json
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
@@ -16,14 +14,9 @@ import redis
 from fairway.queue.access.client import Client
 from fairway.queue.access.inspector import Inspector
 from fairway.queue.connection import connect
+from support.cli import fairway
 from support.redis_procs import RedisProcess, free_port
-from support.workers import done_keys, job_lines, start_worker, started_keys, wait_until, worker_env
-
-
-def fairway(*args: str, url: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "fairway.cli", *args], capture_output=True, text=True, env=worker_env(url), timeout=30
-    )
+from support.workers import done_keys, job_lines, start_worker, started_keys, wait_until
 
 
 def test_retries_wait_out_their_backoff_then_succeed(redis_url: str, tmp_path) -> None:
@@ -57,12 +50,12 @@ def test_exhausted_tries_land_in_the_failed_store_and_can_be_retried_or_forgotte
         "--burst",
         "--log-format",
         "json",
-        url=redis_url,
+        test_redis=redis_url,
     )
     assert out.returncode == 0
     assert [line["outcome"] for line in job_lines(out.stdout)] == ["retry", "retry", "failed", "failed"]
 
-    listed = fairway("failed", "list", "--redis", redis_url, "--queue", "default", "--json", url=redis_url)
+    listed = fairway("failed", "list", "--redis", redis_url, "--queue", "default", "--json", test_redis=redis_url)
     records = {r["id"]: r for r in json.loads(listed.stdout)}
     assert set(records) == {first, second}
     assert records[first]["exception"] == "JobFailed"
@@ -71,10 +64,17 @@ def test_exhausted_tries_land_in_the_failed_store_and_can_be_retried_or_forgotte
     assert "Traceback" in records[first]["traceback"]
 
     assert (
-        fairway("failed", "forget", second, "--redis", redis_url, "--queue", "default", url=redis_url).returncode == 0
+        fairway("failed", "forget", second, "--redis", redis_url, "--queue", "default", test_redis=redis_url).returncode
+        == 0
     )
-    assert fairway("failed", "retry", first, "--redis", redis_url, "--queue", "default", url=redis_url).returncode == 0
-    assert fairway("failed", "retry", "nope", "--redis", redis_url, "--queue", "default", url=redis_url).returncode == 1
+    assert (
+        fairway("failed", "retry", first, "--redis", redis_url, "--queue", "default", test_redis=redis_url).returncode
+        == 0
+    )
+    assert (
+        fairway("failed", "retry", "nope", "--redis", redis_url, "--queue", "default", test_redis=redis_url).returncode
+        == 1
+    )
     stats = Inspector(connect(redis_url)).stats(["default"])[0]
     assert (stats.ready, stats.failed) == (1, 0)
 
@@ -83,7 +83,7 @@ def test_a_job_past_its_timeout_is_stopped_and_counts_as_a_failed_attempt(redis_
     Client(redis_url).enqueue("sleep", 30, queue="default", timeout=0.5)
     started = time.monotonic()
     out = fairway(
-        "worker", "--redis", redis_url, "--queues", "default", "--burst", "--log-format", "json", url=redis_url
+        "worker", "--redis", redis_url, "--queues", "default", "--burst", "--log-format", "json", test_redis=redis_url
     )
     assert time.monotonic() - started < 10
     (line,) = job_lines(out.stdout)
@@ -108,7 +108,7 @@ def test_malformed_payload_goes_to_the_failed_store_and_the_worker_carries_on(re
     r.rpush("fairway:{default}:ready", b"{not json")
     Client(redis_url).enqueue("noop", queue="default")
     out = fairway(
-        "worker", "--redis", redis_url, "--queues", "default", "--burst", "--log-format", "json", url=redis_url
+        "worker", "--redis", redis_url, "--queues", "default", "--burst", "--log-format", "json", test_redis=redis_url
     )
     assert out.returncode == 0
     assert [line["outcome"] for line in job_lines(out.stdout)] == ["ok"]
@@ -159,7 +159,7 @@ def test_a_payload_naming_an_arbitrary_function_fails_as_unregistered(redis_url:
     doc = {"id": "evil", "handler": "os:system", "queue": "default", "args": [f"touch {marker}"]}
     redis.Redis.from_url(redis_url).rpush("fairway:{default}:ready", json.dumps(doc))
     out = fairway(
-        "worker", "--redis", redis_url, "--queues", "default", "--burst", "--log-format", "json", url=redis_url
+        "worker", "--redis", redis_url, "--queues", "default", "--burst", "--log-format", "json", test_redis=redis_url
     )
     (line,) = job_lines(out.stdout)
     assert line["outcome"] == "failed"
@@ -250,7 +250,9 @@ def test_an_acl_user_without_info_needs_no_cluster_flag(redis_url: str) -> None:
     try:
         url = redis_url.replace("redis://", "redis://jobs:pw@")
         Client(url).enqueue("noop", queue="default")
-        out = fairway("worker", "--redis", url, "--queues", "default", "--burst", "--log-format", "json", url=url)
+        out = fairway(
+            "worker", "--redis", url, "--queues", "default", "--burst", "--log-format", "json", test_redis=url
+        )
         assert out.returncode == 0, out.stderr
         assert [line["outcome"] for line in job_lines(out.stdout)] == ["ok"], out.stdout
     finally:
@@ -294,7 +296,7 @@ def test_a_document_pushed_to_another_queue_than_it_names_never_runs(redis_url: 
     r.rpush("fairway:{default}:ready", b'{"id":"has-t","v":1,"handler":"noop","queue":"default","tenant":"7"}')
     Client(redis_url).enqueue("noop", queue="default")
     out = fairway(
-        "worker", "--redis", redis_url, "--queues", "default", "--burst", "--log-format", "json", url=redis_url
+        "worker", "--redis", redis_url, "--queues", "default", "--burst", "--log-format", "json", test_redis=redis_url
     )
     assert out.returncode == 0, out.stderr
     assert [line["outcome"] for line in job_lines(out.stdout)] == ["ok"]
@@ -328,7 +330,9 @@ def test_a_second_ctrl_c_stops_at_once_and_the_running_job_runs_again(redis_url:
 
 
 def test_a_memory_limit_below_the_workers_own_size_is_refused(redis_url: str) -> None:
-    out = fairway("worker", "--redis", redis_url, "--queues", "default", "--memory", "5", "--burst", url=redis_url)
+    out = fairway(
+        "worker", "--redis", redis_url, "--queues", "default", "--memory", "5", "--burst", test_redis=redis_url
+    )
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "below this worker's own size after start-up" in out.stderr and "MiB" in out.stderr
 

@@ -5,8 +5,6 @@ keyword that is no option is refused instead of becoming one of them."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from typing import Any
 
 import pytest
@@ -17,6 +15,7 @@ from hypothesis import strategies as st
 import fairway
 from fairway.queue.access.client import ENQUEUE_OPTIONS, Client
 from fairway.queue.protocol.job import JobError
+from support.cli import fairway as run_fairway
 from support.workers import run_in_process
 
 RECEIVED: list[dict[str, Any]] = []
@@ -74,17 +73,13 @@ def test_delay_s_is_refused_with_the_option_it_meant(redis_url: str) -> None:
         Client(redis_url).enqueue("test.echo_kwargs", delay_s=60)
 
 
-def _fairway(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fairway.cli", *args], capture_output=True, text=True, timeout=60)
-
-
 def _documents(redis_url: str, queue: str = "default") -> list[dict[str, Any]]:
     return [json.loads(d) for d in redis.Redis.from_url(redis_url).lrange(f"fairway:{{{queue}}}:ready", 0, -1)]
 
 
 def test_cli_args_object_is_all_kwargs_options_are_flags(redis_url: str) -> None:
     payload = '{"url": "http://d", "timeout": 1, "queue": "x", "tenant": "t", "delay": 5, "job_id": "j"}'
-    out = _fairway("enqueue", "fetch", "--redis", redis_url, "--args", payload, "--count", "2")
+    out = run_fairway("enqueue", "fetch", "--redis", redis_url, "--args", payload, "--count", "2")
     assert out.returncode == 0, out.stderr
     docs = _documents(redis_url)
     assert len(docs) == 2 and docs[0]["id"] != docs[1]["id"]
@@ -94,7 +89,7 @@ def test_cli_args_object_is_all_kwargs_options_are_flags(redis_url: str) -> None
 
 
 def test_cli_options_as_flags_and_kwargs_beside_args(redis_url: str) -> None:
-    out = _fairway(
+    out = run_fairway(
         "enqueue", "fetch", "--redis", redis_url, "--args", "[1]", "--kwargs", '{"timeout": 3}',
         "--timeout", "9", "--max-tries", "2", "--job-id", "mine",
     )  # fmt: skip
@@ -112,6 +107,6 @@ def test_cli_options_as_flags_and_kwargs_beside_args(redis_url: str) -> None:
     ],
 )
 def test_cli_refuses_what_would_lose_or_merge_arguments(redis_url: str, flags: list[str], words: str) -> None:
-    out = _fairway("enqueue", "fetch", "--redis", redis_url, *flags)
+    out = run_fairway("enqueue", "fetch", "--redis", redis_url, *flags)
     assert out.returncode == 2 and words in out.stderr and "Traceback" not in out.stderr
     assert redis.Redis.from_url(redis_url).keys("*") == []

@@ -5,8 +5,6 @@ flaky tenant does not float to the top of "worst p99 first", and a bulk retry fi
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,17 +14,8 @@ from fairway.queue.access.client import Client
 from fairway.queue.connection import connect
 from fairway.queue.runtime.fetch import fetcher_for
 from fairway.queue.runtime.settings import WorkerSettings
-from support.workers import done_keys, job_lines, start_worker, wait_until, worker_env
-
-
-def fairway(url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "fairway.cli", *args, "--redis", url],
-        capture_output=True,
-        text=True,
-        env=worker_env(url),
-        timeout=30,
-    )
+from support.cli import fairway
+from support.workers import done_keys, job_lines, start_worker, wait_until
 
 
 def _config(tmp_path: Path) -> str:
@@ -46,7 +35,7 @@ def test_a_queues_oldest_age_does_not_count_a_backoff(redis_url: str, tmp_path: 
     time.sleep(2.3)  # its backoff runs out; move it to ready as a worker's timer does
     settings = WorkerSettings(redis_url=redis_url, queues=["default"])
     assert fetcher_for(connect(redis_url), settings).maintain()[0] == 1
-    [row] = [r for r in json.loads(fairway(redis_url, "queues", "--json").stdout) if r["queue"] == "default"]
+    [row] = [r for r in json.loads(fairway("queues", "--json", redis=redis_url).stdout) if r["queue"] == "default"]
     assert row["ready"] == 1 and row["oldest_age_s"] < 1.0, row
 
 
@@ -67,7 +56,7 @@ def test_a_retry_does_not_count_its_backoff_as_wait(redis_url: str, tmp_path: Pa
     assert lines[1]["started_at"] - lines[0]["finished_at"] >= 2000, "the backoff itself was kept"
     assert lines[1]["wait_ms"] < 500, f"the retry's wait counted its 2 s backoff: {lines[1]['wait_ms']} ms"
     if where == "tenant":
-        [row] = json.loads(fairway(redis_url, "tenants", "--json").stdout)
+        [row] = json.loads(fairway("tenants", "--json", redis=redis_url).stdout)
         assert row["p99_wait_ms"] < 1000, row
 
 
@@ -78,13 +67,13 @@ def test_a_retry_by_hand_waits_from_the_retry_not_the_first_enqueue(redis_url: s
     out, _ = first.communicate(timeout=30)
     assert [line["outcome"] for line in job_lines(out)] == ["failed"]
     time.sleep(2.5)  # the failure sits in the store a while before someone retries it
-    retried = fairway(redis_url, "failed", "retry", "--all", "--tenant", "t1")
+    retried = fairway("failed", "retry", "--all", "--tenant", "t1", redis=redis_url)
     assert retried.returncode == 0, retried.stderr
-    [group] = json.loads(fairway(redis_url, "queues", "--json").stdout)
+    [group] = json.loads(fairway("queues", "--json", redis=redis_url).stdout)
     assert group["ready"] == 1 and group["oldest_age_s"] < 1.0, f"the retried job's age counts from the retry: {group}"
     second = start_worker(redis_url, "--tenants", "tenant-", "--burst")
     out, _ = second.communicate(timeout=30)
     [line] = job_lines(out)
     assert line["outcome"] == "ok" and line["wait_ms"] < 1000, line
-    rows = json.loads(fairway(redis_url, "tenants", "--json").stdout)
+    rows = json.loads(fairway("tenants", "--json", redis=redis_url).stdout)
     assert rows[0]["p99_wait_ms"] < 1000, rows

@@ -31,7 +31,6 @@ from fairway.resource.names import DEFAULT_TENANT_PREFIX
 TENANT_ROWS = 200  # tenants listed per page, worst first
 FAILED_ROWS = 200
 TOKEN_HEADER = "X-Fairway-Token"
-ACTIONS = ("retry", "forget", "pause", "continue")
 
 
 @dataclass(frozen=True)

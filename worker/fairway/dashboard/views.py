@@ -202,9 +202,6 @@ def tenants(
     )
 
 
-SETTINGS_FIELDS = (("weight", "weight"), ("max_in_flight", "max in flight"), ("rate", "rate /s"), ("burst", "burst"))
-
-
 def settings_form(group: str) -> str:
     """One tenant's run-time weight, cap and rate (empty fields stay as they are), or a reset."""
     inputs = "".join(
@@ -322,7 +319,3 @@ def readable(payload: object) -> str:
 
 def refused(reason: str) -> str:
     return f'<h2>Refused</h2><p class="flash bad" role="alert">{esc(reason)}</p><p><a href="/">back</a></p>'
-
-
-def unavailable(reason: str) -> str:
-    return f'<h2>Redis unreachable</h2><p class="flash bad" role="alert">{esc(reason)}</p>'

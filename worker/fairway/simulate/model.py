@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter, deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from fairway.plan.scaling import PoolSample
@@ -75,9 +75,6 @@ class Totals:
     busy_slot_seconds: float = 0.0
     jobs_done: int = 0
     waits_ms: dict[str, Counter[int]] = field(default_factory=dict)  # queue -> wait (ms) -> jobs
-
-
-Decide = Callable[[float, Mapping[str, PoolSample]], Mapping[str, int]]
 
 
 class Cluster:

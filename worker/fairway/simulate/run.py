@@ -27,7 +27,6 @@ class Result:
     pod_seconds: float
     busy_slot_seconds: float
     jobs_done: int
-    jobs_arrived: int
     wait_ms: dict[str, dict[str, float]]
     changes: list[Change]
     timeline: list[tuple[float, dict[str, int], dict[str, int]]]  # (t, replicas, waiting) per poll
@@ -117,7 +116,6 @@ def simulate(
         totals.pod_seconds,
         totals.busy_slot_seconds,
         totals.jobs_done,
-        sum(a.jobs for a in arrivals),
         {
             queue: {"p50": percentile_ms(w, 0.50), "p99": percentile_ms(w, 0.99)}
             for queue, w in sorted(totals.waits_ms.items())

@@ -1,5 +1,6 @@
 """Every Redis key name Fairway uses, in one table: Python derives its key names from it, the Lua
-scripts get it as a generated prelude (`QK`, `GK`), and docs/protocol.md quotes it (a test compares).
+sources name parts as `QK.ready`/`GK.ring`, which the loader replaces with the literal part from this
+table, and docs/protocol.md quotes it (a test compares).
 
 All keys of one queue share the hash tag `{<queue>}`, and all keys of one tenant group share
 `{tenants:<queuePrefix>}`, so every per-queue or per-group script is legal on Redis Cluster. The few
@@ -211,9 +212,6 @@ class TenantGroupKeys:
 
     def stats(self, tenant_id: str, minute: int) -> str:
         return f"{self.base}stats:{tenant_id}:{minute}"
-
-    def fails(self, tenant_id: str) -> str:
-        return f"{self.base}fails:{tenant_id}"
 
     def progress(self, job_id: str) -> str:
         return f"{self.base}progress:{job_id}"
