@@ -149,7 +149,7 @@ end
 -- "queue": <queuePrefix> .. ARGV[2]
 -- Delayed documents go to the group's delayed set (the tenant joins the ring when they are due; the
 -- group is named in the registry at once, in the active set only then); when they are the earliest
--- there, one token goes on the group's notify list, to wake idle workers for them.
+-- there, one token goes on the group's wake list (unless one waits there), to wake an idle worker.
 -- Returns how many documents were enqueued; refuses (writing nothing) with BAD_KEYS, BAD_DELAY,
 -- BAD_TENANT, NO_DOCUMENTS, TOO_MANY, or for a document (naming its position) TOO_LARGE,
 -- BAD_DOCUMENT, BAD_ID, BAD_HANDLER or MISMATCH.
@@ -225,13 +225,16 @@ local function document_refusal(doc, queue, tenant)
   end
 end
 
--- Schedule `members` in a delayed set at `due`; when that makes them the earliest there, push one
--- wake token on `notify`: an idle worker blocks until the earliest delayed job it knows of, and must
--- hear of an earlier one (a token per delayed job would wake it for nothing).
-local function schedule(delayed, notify, due, members)
+-- Schedule `members` in a delayed set at `due`; when that makes them the earliest there, wake one
+-- idle worker: it blocks until the earliest delayed job it knows of, and must hear of an earlier one.
+-- The token goes on `wake` unless one waits there already (at most one: `wake_limit` tokens more
+-- than `ready_list` holds jobs, for a queue whose notify list is also its wake list).
+local function schedule(delayed, due, members, wake, ready_list)
   local first = redis.call('ZRANGE', delayed, 0, 0, 'WITHSCORES')
   for i = 1, #members do redis.call('ZADD', delayed, due, members[i]) end
-  if first[2] == nil or due < tonumber(first[2]) then redis.call('RPUSH', notify, '1') end
+  if first[2] ~= nil and due >= tonumber(first[2]) then return end
+  local held = ready_list and redis.call('LLEN', ready_list) or 0
+  if redis.call('LLEN', wake) <= held then redis.call('RPUSH', wake, '1') end
 end
 
 -- A delay: whole ms written as digits only (no sign, exponent, fraction or hex), from 0 to
@@ -286,7 +289,7 @@ local now = now_ms()
 if delay > 0 then
   local members = {}
   for i = 5, #ARGV do members[i - 4] = id .. '\t' .. ARGV[i] end
-  schedule(G .. 'delayed', G .. 'notify', now + delay, members)
+  schedule(G .. 'delayed', now + delay, members, G .. 'wake', nil)
 else
   for i = 5, #ARGV do push_tenant(G, id, ARGV[i], now) end
 end

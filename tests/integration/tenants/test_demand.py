@@ -9,6 +9,7 @@ import pytest
 
 from fairway.queue.access.client import Client
 from fairway.queue.access.demand import DemandReader
+from fairway.queue.access.inspector import Inspector
 from fairway.queue.connection import connect
 from fairway.queue.runtime.fetch import fetcher_for
 from fairway.queue.runtime.settings import WorkerSettings
@@ -37,3 +38,19 @@ def test_demand_counts_ready_reserved_and_due_and_dates_the_oldest(
     assert (mail.due, group.due) == (1, 0)
     assert mail.ready == 0 or (mail.oldest_age_s is not None and mail.oldest_age_s >= 0.04)
     assert (empty.ready, empty.reserved, empty.due, empty.oldest_age_s) == (0, 0, 0, None)
+
+
+@pytest.mark.parametrize("where", ["standalone", "cluster"])
+def test_a_job_handed_back_is_as_old_as_its_wait_not_its_enqueue(where: str, redis_url: str, cluster_url: str) -> None:
+    """The planner's targetWait reads the oldest ready job's age: a retried job counts from when it was
+    handed back (its backoff over), not from its first enqueue, or a retry would look like a backlog."""
+    url, cluster = (redis_url, False) if where == "standalone" else (cluster_url, True)
+    Client(url, cluster=cluster).enqueue("noop", queue="mail")
+    time.sleep(1.5)
+    fetcher = fetcher_for(connect(url, cluster), WorkerSettings(queues=["mail"]))
+    [held] = fetcher.reserve(count=1)
+    assert fetcher.release(held, 0)
+    [row] = DemandReader(connect(url, cluster)).read(["mail"]).values()
+    assert row.ready == 1 and row.oldest_age_s is not None and row.oldest_age_s < 0.5, row
+    [stats] = Inspector(connect(url, cluster)).stats(["mail"])
+    assert stats.oldest_age_s is not None and stats.oldest_age_s < 0.5, stats

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from fairway.queue.access.figures import QueueStats
-from fairway.queue.access.inspector import age_s, now_ms
+from fairway.queue.access.inspector import Inspector, age_s, now_ms
 from fairway.queue.connection import RedisClient, is_cluster
 from fairway.queue.protocol import calls
 from fairway.queue.protocol.keys import DEFAULT_PREFIX, QueueKeys, family_keys
@@ -60,10 +60,16 @@ class DemandReader:
                 pipe.zcard(k.reserved)
                 pipe.zcount(k.delayed, "-inf", asked)
             replies = iter(pipe.execute())
+        read = [(name, *(next(replies) for _ in range(4))) for name in wanted]
+        heads = [
+            (k.attempts, "", head)
+            if isinstance(k := family_keys(self.prefix, name), QueueKeys)
+            else (k.attempts, "", None)
+            for name, _, head, _, _ in read
+        ]
+        since = Inspector(self.client, self.prefix).ready_since(heads)
         now = now_ms()
-        out = {}
-        for name in wanted:
-            ready, head, reserved, due = (next(replies) for _ in range(4))
-            oldest = age_s(head, now) if isinstance(family_keys(self.prefix, name), QueueKeys) else None
-            out[name] = QueueStats(name, int(ready), int(reserved), 0, 0, False, oldest, int(due))
-        return out
+        return {
+            name: QueueStats(name, int(ready), int(reserved), 0, 0, False, age_s(at, now), int(due))
+            for (name, ready, _, reserved, due), at in zip(read, since, strict=True)
+        }

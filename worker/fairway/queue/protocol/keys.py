@@ -31,7 +31,12 @@ class KeyPart:
 
 QUEUE_KEYS: tuple[KeyPart, ...] = (
     KeyPart("ready", "list", "job documents, oldest at the head"),
-    KeyPart("notify", "list", "one token (`1`) per ready job; idle workers block on these"),
+    KeyPart(
+        "notify",
+        "list",
+        "one token (`1`) per ready job, and at most one more when a delayed job came due sooner than any "
+        "before it; idle workers block on these",
+    ),
     KeyPart(
         "reserved",
         "sorted set",
@@ -60,7 +65,10 @@ TENANT_GROUP_KEYS: tuple[KeyPart, ...] = (
     KeyPart("t:", "list", "`t:<id>`: the tenant's ready job documents"),
     KeyPart("reserved", "sorted set", "`<tenant id>\\t<job id>\\t<tag>` -> lease deadline (ms)"),
     KeyPart("delayed", "sorted set", "`<id>\\t<document>` -> due time (ms)"),
-    KeyPart("notify", "list", "one token per ready job"),
+    KeyPart("notify", "list", "one token per ready job (its length is the group's ready jobs, for the planner)"),
+    KeyPart(
+        "wake", "list", "at most one token: a delayed job came due sooner than any before it; idle workers block on it"
+    ),
     KeyPart(
         "attempts",
         "hash",
@@ -190,6 +198,7 @@ class TenantGroupKeys:
     reserved = _Part(TENANT_GROUP_KEYS, "reserved")
     delayed = _Part(TENANT_GROUP_KEYS, "delayed")
     notify = _Part(TENANT_GROUP_KEYS, "notify")
+    wake = _Part(TENANT_GROUP_KEYS, "wake")
     attempts = _Part(TENANT_GROUP_KEYS, "attempts")
     leased = _Part(TENANT_GROUP_KEYS, "leased")
     inflight = _Part(TENANT_GROUP_KEYS, "inflight")

@@ -291,7 +291,7 @@ class StandaloneFetcher(Fetcher):
         timeout = min(block_for_s, max(0.01, until_maintenance_s), token_due_s, delayed_block_s)
         notify = [QueueKeys(self.prefix, q).notify for q in self.queues]
         if self.group is not None:
-            notify.append(self.group.keys.notify)
+            notify += [self.group.keys.notify, self.group.keys.wake]
         # BLMPOP takes a float timeout in seconds; the socket timeout was set above it at connect time.
         self.client.blmpop(timeout, len(notify), *notify, direction="LEFT", count=1)
         return delayed_due_s

@@ -3,7 +3,8 @@
 -- number of supervisors sharing a standalone Redis (the cluster path pipelines the same reads).
 -- ARGV[1] key prefix   ARGV[2..] served names (a queue, or '@<queuePrefix>' for a tenant group)
 -- Returns a flat array, four entries per name: ready, reserved, delayed jobs already due, and when
--- the oldest ready job became ready (ms; its available_at, else enqueued_at; -1 unknown).
+-- the oldest ready job became ready (ms: when it was handed back ready, lib.lua's mark_ready, else its
+-- available_at, else enqueued_at; -1 unknown).
 -- A tenant group's ready jobs are its notify tokens (one per ready job; its tenants' lists are not read).
 local prefix = ARGV[1]
 local now = now_ms()
@@ -23,6 +24,9 @@ for i = 2, #ARGV do
       if ok and type(head) == 'table' then
         local at = head.available_at
         if type(at) ~= 'number' then at = head.enqueued_at end
+        if type(head.id) == 'string' then  -- handed back (a retry after its backoff): ready since then
+          at = tonumber(redis.call('HGET', queue_key(prefix, name, QK.attempts), head.id .. READY)) or at
+        end
         if type(at) == 'number' then since = at end
       end
     end

@@ -3,8 +3,8 @@
 -- KEYS[1] ready   KEYS[2] notify   KEYS[3] delayed
 -- KEYS[4] active set, KEYS[5] queue registry (both optional: standalone Redis only)
 -- ARGV[1] job document   ARGV[2] delay: whole ms as digits (0 = ready now)   ARGV[3] queue name
--- A delayed job that is now the earliest in `delayed` also pushes one token on `notify` (a wake-up:
--- idle workers then wait for it exactly). Returns 1 when the job is ready now, 0 when it was
+-- A delayed job that is now the earliest in `delayed` also pushes one token on `notify` when it holds
+-- no more tokens than `ready` holds jobs (a wake-up: idle workers then wait for it exactly). Returns 1 when the job is ready now, 0 when it was
 -- scheduled; refuses (writing nothing) with
 -- BAD_DELAY, BAD_QUEUE, TOO_LARGE, BAD_DOCUMENT, BAD_ID, BAD_HANDLER or MISMATCH.
 -- #include producer_lib.lua
@@ -13,7 +13,7 @@ refusal = refusal or queue_refusal(ARGV[3]) or document_refusal(ARGV[1], ARGV[3]
 if refusal then return redis.error_reply(refusal) end
 if KEYS[5] then redis.call('SADD', KEYS[5], ARGV[3]) end
 if delay > 0 then
-  schedule(KEYS[3], KEYS[2], now_ms() + delay, {ARGV[1]})
+  schedule(KEYS[3], now_ms() + delay, {ARGV[1]}, KEYS[2], KEYS[1])
   return 0
 end
 redis.call('RPUSH', KEYS[1], ARGV[1])

@@ -7,7 +7,7 @@
 -- "queue": <queuePrefix> .. ARGV[2]
 -- Delayed documents go to the group's delayed set (the tenant joins the ring when they are due; the
 -- group is named in the registry at once, in the active set only then); when they are the earliest
--- there, one token goes on the group's notify list, to wake idle workers for them.
+-- there, one token goes on the group's wake list (unless one waits there), to wake an idle worker.
 -- Returns how many documents were enqueued; refuses (writing nothing) with BAD_KEYS, BAD_DELAY,
 -- BAD_TENANT, NO_DOCUMENTS, TOO_MANY, or for a document (naming its position) TOO_LARGE,
 -- BAD_DOCUMENT, BAD_ID, BAD_HANDLER or MISMATCH.
@@ -38,7 +38,7 @@ local now = now_ms()
 if delay > 0 then
   local members = {}
   for i = 5, #ARGV do members[i - 4] = id .. '\t' .. ARGV[i] end
-  schedule(G .. GK.delayed, G .. GK.notify, now + delay, members)
+  schedule(G .. GK.delayed, now + delay, members, G .. GK.wake, nil)
 else
   for i = 5, #ARGV do push_tenant(G, id, ARGV[i], now) end
 end

@@ -39,13 +39,16 @@ local function document_refusal(doc, queue, tenant)
   end
 end
 
--- Schedule `members` in a delayed set at `due`; when that makes them the earliest there, push one
--- wake token on `notify`: an idle worker blocks until the earliest delayed job it knows of, and must
--- hear of an earlier one (a token per delayed job would wake it for nothing).
-local function schedule(delayed, notify, due, members)
+-- Schedule `members` in a delayed set at `due`; when that makes them the earliest there, wake one
+-- idle worker: it blocks until the earliest delayed job it knows of, and must hear of an earlier one.
+-- The token goes on `wake` unless one waits there already (at most one: `wake_limit` tokens more
+-- than `ready_list` holds jobs, for a queue whose notify list is also its wake list).
+local function schedule(delayed, due, members, wake, ready_list)
   local first = redis.call('ZRANGE', delayed, 0, 0, 'WITHSCORES')
   for i = 1, #members do redis.call('ZADD', delayed, due, members[i]) end
-  if first[2] == nil or due < tonumber(first[2]) then redis.call('RPUSH', notify, '1') end
+  if first[2] ~= nil and due >= tonumber(first[2]) then return end
+  local held = ready_list and redis.call('LLEN', ready_list) or 0
+  if redis.call('LLEN', wake) <= held then redis.call('RPUSH', wake, '1') end
 end
 
 -- A delay: whole ms written as digits only (no sign, exponent, fraction or hex), from 0 to

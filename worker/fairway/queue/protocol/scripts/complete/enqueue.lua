@@ -145,8 +145,8 @@ end
 -- KEYS[1] ready   KEYS[2] notify   KEYS[3] delayed
 -- KEYS[4] active set, KEYS[5] queue registry (both optional: standalone Redis only)
 -- ARGV[1] job document   ARGV[2] delay: whole ms as digits (0 = ready now)   ARGV[3] queue name
--- A delayed job that is now the earliest in `delayed` also pushes one token on `notify` (a wake-up:
--- idle workers then wait for it exactly). Returns 1 when the job is ready now, 0 when it was
+-- A delayed job that is now the earliest in `delayed` also pushes one token on `notify` when it holds
+-- no more tokens than `ready` holds jobs (a wake-up: idle workers then wait for it exactly). Returns 1 when the job is ready now, 0 when it was
 -- scheduled; refuses (writing nothing) with
 -- BAD_DELAY, BAD_QUEUE, TOO_LARGE, BAD_DOCUMENT, BAD_ID, BAD_HANDLER or MISMATCH.
 -- The checks the producer scripts make before writing anything, so a refused call writes nothing. Each
@@ -190,13 +190,16 @@ local function document_refusal(doc, queue, tenant)
   end
 end
 
--- Schedule `members` in a delayed set at `due`; when that makes them the earliest there, push one
--- wake token on `notify`: an idle worker blocks until the earliest delayed job it knows of, and must
--- hear of an earlier one (a token per delayed job would wake it for nothing).
-local function schedule(delayed, notify, due, members)
+-- Schedule `members` in a delayed set at `due`; when that makes them the earliest there, wake one
+-- idle worker: it blocks until the earliest delayed job it knows of, and must hear of an earlier one.
+-- The token goes on `wake` unless one waits there already (at most one: `wake_limit` tokens more
+-- than `ready_list` holds jobs, for a queue whose notify list is also its wake list).
+local function schedule(delayed, due, members, wake, ready_list)
   local first = redis.call('ZRANGE', delayed, 0, 0, 'WITHSCORES')
   for i = 1, #members do redis.call('ZADD', delayed, due, members[i]) end
-  if first[2] == nil or due < tonumber(first[2]) then redis.call('RPUSH', notify, '1') end
+  if first[2] ~= nil and due >= tonumber(first[2]) then return end
+  local held = ready_list and redis.call('LLEN', ready_list) or 0
+  if redis.call('LLEN', wake) <= held then redis.call('RPUSH', wake, '1') end
 end
 
 -- A delay: whole ms written as digits only (no sign, exponent, fraction or hex), from 0 to
@@ -231,7 +234,7 @@ refusal = refusal or queue_refusal(ARGV[3]) or document_refusal(ARGV[1], ARGV[3]
 if refusal then return redis.error_reply(refusal) end
 if KEYS[5] then redis.call('SADD', KEYS[5], ARGV[3]) end
 if delay > 0 then
-  schedule(KEYS[3], KEYS[2], now_ms() + delay, {ARGV[1]})
+  schedule(KEYS[3], now_ms() + delay, {ARGV[1]}, KEYS[2], KEYS[1])
   return 0
 end
 redis.call('RPUSH', KEYS[1], ARGV[1])
