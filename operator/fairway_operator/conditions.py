@@ -6,6 +6,7 @@ identical status and no write.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Sequence
 from typing import Literal
 
@@ -27,6 +28,11 @@ API_ERROR = "KubernetesApiError"
 # Ready/Progressing when the spec is invalid: the existing workers are left as they are.
 WAITING_FOR_VALID_SPEC = "WaitingForValidSpec"
 MESSAGE_MAX = 32000
+
+
+def now_iso() -> str:
+    """Now as Kubernetes writes times (RFC 3339, UTC, whole seconds): conditions' and Events' stamps."""
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def set_condition(

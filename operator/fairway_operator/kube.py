@@ -8,7 +8,6 @@ Every verb used here is listed in `fairway_operator.rbac`, which the Helm chart 
 
 from __future__ import annotations
 
-import datetime
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -18,6 +17,7 @@ from kubernetes.client import ApiClient, ApiException, AppsV1Api, CoreV1Api, Cus
 
 import fairway
 from fairway.resource.spec import API_GROUP, API_VERSION, KIND, PLURAL
+from fairway_operator.conditions import now_iso
 from fairway_operator.desired import MANAGED_BY
 
 FIELD_MANAGER = "fairway"
@@ -113,7 +113,7 @@ class Kube:
     def event(self, body: Mapping[str, Any], reason: str, message: str) -> None:
         """A Normal core/v1 Event on the supervisor (what `kubectl describe` lists)."""
         meta = body["metadata"]
-        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = now_iso()
         event: Any = {
             "apiVersion": "v1",
             "kind": "Event",

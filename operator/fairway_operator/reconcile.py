@@ -8,7 +8,6 @@ the caller writes it once. A spec is validated, and its children rendered, once 
 
 from __future__ import annotations
 
-import datetime
 import json
 import threading
 import time
@@ -28,6 +27,7 @@ from fairway.queue.access.tenant_settings import TenantSettingsStore
 from fairway.queue.connection import CONNECTION_ERRORS, RedisClient, connect
 from fairway.resource.manifests import ValidationReport, validate_spec
 from fairway.resource.spec import QueueSupervisorSpec
+from fairway_operator.conditions import now_iso
 from fairway_operator.desired import DEFAULT_IMAGE, POOL_KEY, PoolChildren, all_objects, desired
 from fairway_operator.drift import drifted
 from fairway_operator.kube import Kube, names_of
@@ -38,10 +38,6 @@ from fairway_operator.secret_watch import SecretUnreadable, SecretWatches
 REDIS_ERRORS: tuple[type[BaseException], ...] = (*CONNECTION_ERRORS, OSError)
 REPUSH_S = 60.0  # pauses and tenant settings are pushed to Redis again after this long, changed or not
 SPEC_CACHE_SIZE = 4096  # specs remembered; far more than the supervisors one operator watches
-
-
-def now_iso() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class SecretNotGranted(Exception):

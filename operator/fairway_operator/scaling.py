@@ -10,7 +10,6 @@ no decision is made on missing figures (the status pass says why in its Degraded
 
 from __future__ import annotations
 
-import datetime
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -23,6 +22,7 @@ from fairway.queue.access.demand import DemandReader
 from fairway.queue.access.inspector import Inspector
 from fairway.queue.connection import RedisClient
 from fairway.resource.spec import QueueSupervisorSpec
+from fairway_operator.conditions import now_iso
 from fairway_operator.desired import POOL_KEY, SUPERVISOR_LABEL, pool_selector
 from fairway_operator.watched import supervisor_key
 
@@ -60,10 +60,6 @@ class Supervised:
 
 def _pool_of(deployment: Mapping[str, Any]) -> str:
     return str((deployment["metadata"].get("annotations") or {}).get(POOL_KEY, ""))
-
-
-def now_iso() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def deletion_costs(pods: Sequence[Mapping[str, Any]], beats: Sequence[Mapping[str, Any]]) -> dict[str, int]:

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 from fairway.queue.access.admin import Admin
 from fairway.queue.access.figures import FailedJob, QueueStats, TenantFigures, ranked
-from fairway.queue.access.inspector import TENANT_WINDOW_S, Inspector, Runs, now_ms
+from fairway.queue.access.inspector import TENANT_WINDOW_S, Inspector, Runs
 from fairway.queue.access.tenant_settings import TenantSettingsStore
 from fairway.queue.connection import RedisClient
+from fairway.queue.protocol.job import now_ms
 from fairway.queue.protocol.keys import TenantGroupKeys, family_keys, is_group_name
 
 RATE_MINUTES = 5  # throughput and average run time: this minute and the four before

@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from fairway.queue.access.figures import QueueStats
-from fairway.queue.access.inspector import Inspector, age_s, now_ms
+from fairway.queue.access.inspector import Inspector, age_s
 from fairway.queue.connection import RedisClient, is_cluster
 from fairway.queue.protocol import calls
+from fairway.queue.protocol.job import now_ms
 from fairway.queue.protocol.keys import DEFAULT_PREFIX, QueueKeys, family_keys
 from fairway.queue.protocol.scripts import Scripts
 

@@ -4,7 +4,6 @@ failure records, average runtimes. Pipelined reads and one read-only script; not
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,7 +13,7 @@ from fairway.queue.access.tenant_settings import decode as decode_settings
 from fairway.queue.access.tenant_settings import effective
 from fairway.queue.connection import RedisClient
 from fairway.queue.protocol import calls
-from fairway.queue.protocol.job import Job, JobError, decode
+from fairway.queue.protocol.job import Job, JobError, decode, now_ms
 from fairway.queue.protocol.keys import (
     DEFAULT_PREFIX,
     READY_FIELD,
@@ -31,10 +30,6 @@ TENANTS_FORGOTTEN_AFTER_MS = 3_600_000  # a tenant quiet for an hour leaves the 
 TENANT_WINDOW_S = 300  # per-tenant figures summarise the last 5 minutes unless asked otherwise
 _PAGE = 500  # failure records read per round trip
 WORKER_STALE_MS = 15_000  # a worker beats every second; one silent this long is gone
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def tenant_controls(

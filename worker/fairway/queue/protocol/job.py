@@ -64,6 +64,11 @@ REFUSALS: dict[str, tuple[str, str]] = {
 }
 
 
+def now_ms() -> int:
+    """Wall-clock ms since the epoch: the clock of a document's enqueued_at and of a worker's job times."""
+    return int(time.time() * 1000)
+
+
 class JobError(ValueError):
     """A job that cannot be enqueued or decoded; the message says which field and how to fix it, and
     `code` is the protocol's refusal code for it (REFUSALS)."""

@@ -10,20 +10,16 @@ written at shutdown, so the balancer never reads low because a worker stopped.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from typing import Any
 
 import redis
 
 from fairway.queue.access.figures import RunTally
+from fairway.queue.protocol.job import now_ms
 from fairway.queue.runtime.fetch import Fetcher
 
 log = logging.getLogger("fairway.worker")
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class Housekeeping:
@@ -92,7 +88,7 @@ class Housekeeping:
     def write_runtimes(self) -> None:
         """The figures gathered since the last write; kept when the write fails."""
         if self._runtimes:
-            self.fetcher.record_runtimes(self._runtimes, _now_ms())
+            self.fetcher.record_runtimes(self._runtimes, now_ms())
             self._runtimes = {}
 
     def leave(self) -> None:

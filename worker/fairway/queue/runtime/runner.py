@@ -17,16 +17,12 @@ from typing import Any
 
 from fairway.queue.protocol.calls import Reservation
 from fairway.queue.protocol.context import JobContext
-from fairway.queue.protocol.job import Job
+from fairway.queue.protocol.job import Job, now_ms
 from fairway.queue.runtime.execution import Attempt, run_handler
 from fairway.queue.runtime.lifecycle import Watchdog
 from fairway.queue.runtime.pool import Completion, JobPool, Running
 
 log = logging.getLogger("fairway.worker")
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 @dataclass(frozen=True)
@@ -101,7 +97,7 @@ class Runner:
             attempt = run_handler(func, job, context, started.timeout_s, self.watchdog, self.kill_grace_s)
         finally:
             self._inline = None
-        return Done(started, attempt, _now_ms(), (time.perf_counter() - started.started) * 1000)
+        return Done(started, attempt, now_ms(), (time.perf_counter() - started.started) * 1000)
 
     def collect(self, timeout_s: float) -> list[Done]:
         """The pool's finished jobs (waiting up to `timeout_s` for the first), then any overdue sync
@@ -128,7 +124,7 @@ class Runner:
                 running.timeout_s,
             )
             run_ms = (time.perf_counter() - running.started) * 1000
-            out.append(Done(Started.of(running), Attempt.timed_out(running.timeout_s), _now_ms(), run_ms))
+            out.append(Done(Started.of(running), Attempt.timed_out(running.timeout_s), now_ms(), run_ms))
         return out
 
     def _completed(self, completion: Completion) -> Done | None:

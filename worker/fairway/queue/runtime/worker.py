@@ -34,7 +34,7 @@ from fairway.queue.access.progress import ProgressBoard
 from fairway.queue.connection import OUTAGE_ERRORS, is_outage
 from fairway.queue.protocol.calls import NO_WAIT_BUCKET, Ack, Reservation
 from fairway.queue.protocol.context import JobContext
-from fairway.queue.protocol.job import JobError, check_placement, decode
+from fairway.queue.protocol.job import JobError, check_placement, decode, now_ms
 from fairway.queue.runtime.execution import Attempt, Outcome, refusal_of
 from fairway.queue.runtime.fetch import POLL_S, Fetcher, StandaloneFetcher
 from fairway.queue.runtime.handlers import Registry, UnknownHandler
@@ -58,10 +58,6 @@ class Tick(StrEnum):
     WORKED = "worked"
     IDLE = "idle"
     DRAINED = "drained"  # burst mode: nothing ready, nothing delayed, nothing running
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class Worker:
@@ -281,7 +277,7 @@ class Worker:
 
     def _beat(self) -> dict[str, object]:
         s = self.settings
-        return {"served": s.served_names(), "concurrency": s.concurrency, "busy": self.runner.running, "at": _now_ms()}
+        return {"served": s.served_names(), "concurrency": s.concurrency, "busy": self.runner.running, "at": now_ms()}
 
     def _check_memory(self) -> None:
         """Recycle above the memory limit: checked after every job and on the housekeeping timer, so a
@@ -342,7 +338,7 @@ class Worker:
             return
         max_tries = job.max_tries or self.settings.tries
         timeout = job.timeout or self.settings.timeout_s
-        started = Started(self._seq, reservation, job, timeout, _now_ms(), time.perf_counter())
+        started = Started(self._seq, reservation, job, timeout, now_ms(), time.perf_counter())
         refusal = refusal_of(reservation, max_tries, self.settings.lost_limit)
         if self.leases.lost(reservation):
             log.warning(
@@ -358,7 +354,7 @@ class Worker:
             except UnknownHandler as exc:
                 refusal = f"UnknownHandler: {exc}"
         if refusal is not None:
-            self._finish(Done(started, Attempt(Outcome.FAILED, refusal), _now_ms(), 0.0))
+            self._finish(Done(started, Attempt(Outcome.FAILED, refusal), now_ms(), 0.0))
             return
         context = JobContext(
             job.id,
