@@ -161,3 +161,10 @@ def add_group_option(parser: argparse.ArgumentParser, dest: str) -> None:
         default=DEFAULT_TENANT_PREFIX,
         help=f"the tenant group by its queue prefix (default {DEFAULT_TENANT_PREFIX}, or @{DEFAULT_TENANT_PREFIX})",
     )
+
+
+def redis_for(args: argparse.Namespace) -> Any:
+    """The Redis client a verb's --redis/--cluster options name (imported here, when a verb runs)."""
+    from fairway.queue.connection import connect
+
+    return connect(args.redis, True if args.cluster else None)

@@ -1,4 +1,4 @@
-"""Verbs for people working a queue by hand: enqueue, queues, pause/continue, failed, tenants."""
+"""Verbs for people working a queue by hand: enqueue, queues, pause/continue, failed."""
 
 from __future__ import annotations
 
@@ -7,14 +7,8 @@ import json
 import sys
 from typing import Any
 
-from fairway.cli.common import INVALID, OK, UNUSABLE, Verbs, add_group_option, add_redis_options
-from fairway.queue.access.figures import SORTS, duration, timestamp
-
-
-def _client(args: argparse.Namespace) -> Any:
-    from fairway.queue.connection import connect
-
-    return connect(args.redis, True if args.cluster else None)
+from fairway.cli.common import INVALID, OK, UNUSABLE, Verbs, add_group_option, add_redis_options, redis_for
+from fairway.queue.access.figures import duration, timestamp
 
 
 def split_queues(text: str) -> list[str]:
@@ -107,7 +101,7 @@ def cmd_queues(args: argparse.Namespace) -> int:
         for problem in problems:
             print(f"fairway queues: {problem}", file=sys.stderr)
         return INVALID
-    inspector = Inspector(_client(args))
+    inspector = Inspector(redis_for(args))
     queues = queues or inspector.known_queues()
     rows = inspector.stats(queues)
     if args.json:
@@ -169,7 +163,7 @@ def cmd_pause(args: argparse.Namespace) -> int:
         for problem in problems:
             print(f"{verb}: {problem}", file=sys.stderr)
         return INVALID
-    client = _client(args)
+    client = redis_for(args)
     inspector, admin = Inspector(client), Admin(client)
     known = inspector.known_queues()
     group = served_name_of_group(args.prefix)
@@ -234,7 +228,7 @@ def cmd_failed(args: argparse.Namespace) -> int:
     from fairway.queue.access.inspector import Inspector
 
     verb = f"fairway failed {args.action}"
-    client = _client(args)
+    client = redis_for(args)
     inspector = Inspector(client)
     try:
         names, tenant = failed_scope(args, inspector.known_queues())
@@ -290,54 +284,6 @@ def cmd_failed(args: argparse.Namespace) -> int:
     return INVALID if unknown or settled.refused else OK
 
 
-def cmd_tenants(args: argparse.Namespace) -> int:
-    from fairway.queue.access.figures import ranked
-    from fairway.queue.access.inspector import Inspector
-
-    problem = check_served_name(f"@{args.prefix}")
-    if problem:
-        print(f"fairway tenants: --prefix: {problem}", file=sys.stderr)
-        return INVALID
-    rows = ranked(Inspector(_client(args)).tenant_figures(args.prefix, args.window), args.sort, args.limit)
-    if args.json:
-        print(json.dumps([row.as_dict() for row in rows], indent=2))
-        return OK
-    if not rows:
-        print(f"no tenants of @{args.prefix} active in the last {duration(args.window)}")
-        return OK
-
-    def ms(value: float | None) -> str:
-        return duration(None if value is None else value / 1000)
-
-    print(
-        f"{'TENANT':<24} {'WEIGHT':>6} {'WAITING':>8} {'IN FLIGHT':>9} {'DONE':>7} {'TRIES FAILED':>12} {'FAIL%':>6} "
-        f"{'P50 WAIT':>9} {'P99 WAIT':>9}  STATE"
-    )
-    for r in rows:
-        flight = f"{r.in_flight}/{r.max_in_flight}" if r.max_in_flight else str(r.in_flight)
-        print(
-            f"{r.tenant:<24} {r.weight:>6} {r.waiting:>8} {flight:>9} {r.completed:>7} {r.failed:>12} "
-            f"{r.failure_rate:>6.1%} {ms(r.p50_wait_ms):>9} {ms(r.p99_wait_ms):>9}  {tenant_state(r)}"
-        )
-    return OK
-
-
-def tenant_state(r: Any) -> str:
-    """What limits a tenant now, in words: quarantined (and why), paused, its rate, how often it was skipped."""
-    parts = []
-    if r.quarantined:
-        parts.append(
-            {"slow": "quarantined (slow)", "failures": "quarantined (failures)"}.get(r.quarantine_reason, "quarantined")
-        )
-    if r.paused:
-        parts.append("paused")
-    if r.rate is not None:
-        parts.append(f"rate {r.rate:g}/s")
-    if r.capped or r.throttled:
-        parts.append(f"skipped {r.capped} capped, {r.throttled} throttled")
-    return ", ".join(parts)
-
-
 def register(verbs: Verbs) -> None:
     enqueue = verbs.add_parser("enqueue", help="enqueue jobs")
     add_redis_options(enqueue)
@@ -386,18 +332,3 @@ def register(verbs: Verbs) -> None:
     failed.add_argument("--limit", type=at_least_1, default=50, help="most records to list, newest first (default 50)")
     failed.add_argument("--json", action="store_true", help="print JSON instead of a table")
     failed.set_defaults(run=cmd_failed)
-
-    tenants = verbs.add_parser(
-        "tenants",
-        help="per-tenant figures: waiting, in flight, failed tries, p50/p99 wait",
-        description="Per tenant, over the window: jobs waiting and in flight, attempts done and failed (TRIES "
-        "FAILED and FAIL% count failed attempts, retries included; jobs that failed for good are in `fairway "
-        "failed list`), and the p50/p99 wait for a slot (from when a job became ready to its start).",
-    )
-    add_redis_options(tenants)
-    add_group_option(tenants, "prefix")
-    tenants.add_argument("--window", type=at_least_1, default=300, help="seconds of history to summarise")
-    tenants.add_argument("--sort", choices=list(SORTS), default="p99", help="worst first by this (default p99)")
-    tenants.add_argument("--limit", type=at_least_1, default=None, help="show only the first N tenants")
-    tenants.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    tenants.set_defaults(run=cmd_tenants)

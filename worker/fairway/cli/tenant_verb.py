@@ -1,4 +1,5 @@
-"""`fairway tenant set|show|reset ID`: one tenant's weight, in-flight cap and rate, at run time.
+"""The tenant verbs: `fairway tenants` (every active tenant's figures, worst first) and `fairway tenant
+set|show|reset ID` (one tenant's weight, in-flight cap and rate, at run time).
 
 What is set here wins over the resource's `spec.tenants.overrides` and `defaults` (which the operator
 writes), field by field; `reset` drops it. Every value is checked before anything is written, and a
@@ -12,7 +13,9 @@ import json
 import sys
 from typing import Any
 
-from fairway.cli.common import OK, UNUSABLE, Verbs, add_group_option, add_redis_options
+from fairway.cli.common import INVALID, OK, UNUSABLE, Verbs, add_group_option, add_redis_options, redis_for
+from fairway.cli.queue_verbs import at_least_1, check_served_name
+from fairway.queue.access.figures import SORTS, TENANT_WINDOW_S, duration
 from fairway.resource.names import DEFAULT_TENANT_PREFIX, TENANT_ID, TENANT_ID_RULE, TENANT_PREFIX
 
 FLAGS = {"weight": "--weight", "max_in_flight": "--max-in-flight", "rate": "--rate", "burst": "--burst"}
@@ -67,7 +70,6 @@ def _check_names(args: argparse.Namespace) -> None:
 
 def cmd_tenant(args: argparse.Namespace) -> int:
     from fairway.queue.access.tenant_settings import TenantSettingsStore
-    from fairway.queue.connection import connect
 
     try:
         _check_names(args)
@@ -75,7 +77,7 @@ def cmd_tenant(args: argparse.Namespace) -> int:
     except Refused as refused:
         print(f"fairway tenant {args.action}: {refused}", file=sys.stderr)
         return UNUSABLE
-    store = TenantSettingsStore(connect(args.redis, True if args.cluster else None))
+    store = TenantSettingsStore(redis_for(args))
     if settings is not None:
         store.set(args.group, args.id, settings)
     elif args.action == "reset":
@@ -113,6 +115,54 @@ def describe(view: Any) -> str:
     return "\n".join(lines).replace("max_in_flight ", "maxInFlight   ")
 
 
+def cmd_tenants(args: argparse.Namespace) -> int:
+    from fairway.queue.access.figures import ranked
+    from fairway.queue.access.inspector import Inspector
+
+    problem = check_served_name(f"@{args.prefix}")
+    if problem:
+        print(f"fairway tenants: --group/--prefix: {problem}", file=sys.stderr)
+        return INVALID
+    rows = ranked(Inspector(redis_for(args)).tenant_figures(args.prefix, args.window), args.sort, args.limit)
+    if args.json:
+        print(json.dumps([row.as_dict() for row in rows], indent=2))
+        return OK
+    if not rows:
+        print(f"no tenants of @{args.prefix} active in the last {duration(args.window)}")
+        return OK
+
+    def ms(value: float | None) -> str:
+        return duration(None if value is None else value / 1000)
+
+    print(
+        f"{'TENANT':<24} {'WEIGHT':>6} {'WAITING':>8} {'IN FLIGHT':>9} {'DONE':>7} {'TRIES FAILED':>12} {'FAIL%':>6} "
+        f"{'P50 WAIT':>9} {'P99 WAIT':>9}  STATE"
+    )
+    for r in rows:
+        flight = f"{r.in_flight}/{r.max_in_flight}" if r.max_in_flight else str(r.in_flight)
+        print(
+            f"{r.tenant:<24} {r.weight:>6} {r.waiting:>8} {flight:>9} {r.completed:>7} {r.failed:>12} "
+            f"{r.failure_rate:>6.1%} {ms(r.p50_wait_ms):>9} {ms(r.p99_wait_ms):>9}  {tenant_state(r)}"
+        )
+    return OK
+
+
+def tenant_state(r: Any) -> str:
+    """What limits a tenant now, in words: quarantined (and why), paused, its rate, how often it was skipped."""
+    parts = []
+    if r.quarantined:
+        parts.append(
+            {"slow": "quarantined (slow)", "failures": "quarantined (failures)"}.get(r.quarantine_reason, "quarantined")
+        )
+    if r.paused:
+        parts.append("paused")
+    if r.rate is not None:
+        parts.append(f"rate {r.rate:g}/s")
+    if r.capped or r.throttled:
+        parts.append(f"skipped {r.capped} capped, {r.throttled} throttled")
+    return ", ".join(parts)
+
+
 def register(verbs: Verbs) -> None:
     tenant = verbs.add_parser("tenant", help="one tenant's weight, in-flight cap and rate: set, show, reset")
     add_redis_options(tenant)
@@ -125,3 +175,18 @@ def register(verbs: Verbs) -> None:
     tenant.add_argument("--burst", default=None, help="jobs it may start at once (default: one second of --rate)")
     tenant.add_argument("--json", action="store_true", help="show: print JSON")
     tenant.set_defaults(run=cmd_tenant)
+
+    tenants = verbs.add_parser(
+        "tenants",
+        help="per-tenant figures: waiting, in flight, failed tries, p50/p99 wait",
+        description="Per tenant, over the window: jobs waiting and in flight, attempts done and failed (TRIES "
+        "FAILED and FAIL% count failed attempts, retries included; jobs that failed for good are in `fairway "
+        "failed list`), and the p50/p99 wait for a slot (from when a job became ready to its start).",
+    )
+    add_redis_options(tenants)
+    add_group_option(tenants, "prefix")
+    tenants.add_argument("--window", type=at_least_1, default=TENANT_WINDOW_S, help="seconds of history to summarise")
+    tenants.add_argument("--sort", choices=list(SORTS), default="p99", help="worst first by this (default p99)")
+    tenants.add_argument("--limit", type=at_least_1, default=None, help="show only the first N tenants")
+    tenants.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    tenants.set_defaults(run=cmd_tenants)

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fairway.queue.access.admin import Admin
-from fairway.queue.access.figures import FailedJob, QueueStats, TenantFigures, ranked
-from fairway.queue.access.inspector import TENANT_WINDOW_S, Inspector, Runs
+from fairway.queue.access.figures import TENANT_WINDOW_S, FailedJob, QueueStats, TenantFigures, ranked
+from fairway.queue.access.inspector import Inspector, Runs
 from fairway.queue.access.tenant_settings import TenantSettingsStore
 from fairway.queue.connection import RedisClient
 from fairway.queue.protocol.job import now_ms

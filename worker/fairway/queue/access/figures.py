@@ -16,6 +16,8 @@ from typing import Any
 
 from fairway.queue.protocol.job import JobError, decode
 
+TENANT_WINDOW_S = 300  # per-tenant figures summarise the last 5 minutes unless asked otherwise
+
 
 @dataclass(frozen=True)
 class QueueStats:

@@ -8,7 +8,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fairway.queue.access.figures import FailedJob, QueueStats, TenantFigures, add_minute, quantile_ms
+from fairway.queue.access.figures import (
+    TENANT_WINDOW_S,
+    FailedJob,
+    QueueStats,
+    TenantFigures,
+    add_minute,
+    quantile_ms,
+)
 from fairway.queue.access.tenant_settings import decode as decode_settings
 from fairway.queue.access.tenant_settings import effective
 from fairway.queue.connection import RedisClient
@@ -27,7 +34,6 @@ from fairway.queue.protocol.scripts import Scripts
 from fairway.resource.spec import TenantSettings
 
 TENANTS_FORGOTTEN_AFTER_MS = 3_600_000  # a tenant quiet for an hour leaves the tenant list
-TENANT_WINDOW_S = 300  # per-tenant figures summarise the last 5 minutes unless asked otherwise
 _PAGE = 500  # failure records read per round trip
 WORKER_STALE_MS = 15_000  # a worker beats every second; one silent this long is gone
 
