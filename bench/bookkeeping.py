@@ -22,7 +22,7 @@ from fairway.queue.connection import connect
 from fairway.queue.protocol.context import JobContext, enter, leave
 from fairway.queue.runtime.fetch import StandaloneFetcher
 from fairway.queue.runtime.metrics import WorkerMetrics
-from fairway.queue.runtime.settings import WorkerSettings
+from fairway.resource.worker_settings import WorkerSettings
 from support.redis_procs import RedisProcess
 
 N = 200_000

@@ -26,7 +26,7 @@ from fairway.queue.access.producer import Producer
 from fairway.queue.connection import RedisClient, connect
 from fairway.queue.protocol.scheduling import weighted_order
 from fairway.queue.runtime.fetch import StandaloneFetcher
-from fairway.queue.runtime.settings import WorkerSettings
+from fairway.resource.worker_settings import WorkerSettings
 from support.redis_procs import RedisProcess
 
 WALK_ORDER = """

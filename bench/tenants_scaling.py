@@ -35,7 +35,7 @@ sys.path.insert(0, f"{root}/worker")
 from fairway.queue.access.producer import Producer
 from fairway.queue.connection import connect
 from fairway.queue.runtime.fetch import StandaloneFetcher
-from fairway.queue.runtime.settings import WorkerSettings
+from fairway.resource.worker_settings import WorkerSettings
 client = connect(url, False)
 client.flushdb()
 producer = Producer(client)

@@ -79,8 +79,8 @@ def fairway_rate(url: str, jobs: int, concurrency: int = 1) -> float:
     from fairway.queue.connection import connect
     from fairway.queue.runtime.fetch import fetcher_for
     from fairway.queue.runtime.handlers import registry
-    from fairway.queue.runtime.settings import WorkerSettings
     from fairway.queue.runtime.worker import Worker
+    from fairway.resource.worker_settings import WorkerSettings
 
     redis.Redis.from_url(url).flushdb()
     client = Client(url)

@@ -19,8 +19,8 @@ import redis
 from fairway.queue.connection import connect
 from fairway.queue.runtime.fetch import fetcher_for
 from fairway.queue.runtime.handlers import registry
-from fairway.queue.runtime.settings import WorkerSettings
 from fairway.queue.runtime.worker import Worker
+from fairway.resource.worker_settings import WorkerSettings
 
 TESTS = Path(__file__).resolve().parents[1]
 

@@ -12,7 +12,7 @@ from fairway.queue.access.demand import DemandReader
 from fairway.queue.access.inspector import Inspector
 from fairway.queue.connection import connect
 from fairway.queue.runtime.fetch import fetcher_for
-from fairway.queue.runtime.settings import WorkerSettings
+from fairway.resource.worker_settings import WorkerSettings
 
 
 @pytest.mark.parametrize("where", ["standalone", "cluster"])

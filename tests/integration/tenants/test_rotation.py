@@ -16,7 +16,7 @@ from fairway.queue.protocol.calls import Reservation
 from fairway.queue.protocol.job import JobError, new_job
 from fairway.queue.protocol.keys import TenantGroupKeys
 from fairway.queue.runtime.fetch import StandaloneFetcher
-from fairway.queue.runtime.settings import WorkerSettings
+from fairway.resource.worker_settings import WorkerSettings
 from support.workers import run_in_process
 
 

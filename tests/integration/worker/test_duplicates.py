@@ -22,7 +22,7 @@ from fairway.queue.connection import connect
 from fairway.queue.protocol.job import new_job
 from fairway.queue.protocol.keys import QueueKeys, TenantGroupKeys
 from fairway.queue.runtime.fetch import StandaloneFetcher, fetcher_for
-from fairway.queue.runtime.settings import WorkerSettings
+from fairway.resource.worker_settings import WorkerSettings
 from support.workers import job_lines, start_worker, started_keys
 
 

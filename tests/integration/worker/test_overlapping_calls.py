@@ -21,8 +21,8 @@ from fairway.queue.protocol import calls
 from fairway.queue.protocol.scripts import Scripts
 from fairway.queue.runtime.fetch import StandaloneFetcher, fetcher_for
 from fairway.queue.runtime.handlers import registry
-from fairway.queue.runtime.settings import WorkerSettings
 from fairway.queue.runtime.worker import Worker
+from fairway.resource.worker_settings import WorkerSettings
 from support.delaying_proxy import DelayingProxy
 from support.redis_procs import RedisProcess
 from support.workers import job_lines

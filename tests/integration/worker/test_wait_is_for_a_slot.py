@@ -13,7 +13,7 @@ import pytest
 from fairway.queue.access.client import Client
 from fairway.queue.connection import connect
 from fairway.queue.runtime.fetch import fetcher_for
-from fairway.queue.runtime.settings import WorkerSettings
+from fairway.resource.worker_settings import WorkerSettings
 from support.cli import fairway
 from support.workers import done_keys, job_lines, start_worker, wait_until
 

@@ -12,8 +12,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from fairway.queue.runtime.settings import WorkerSettings
 from fairway.resource.manifests import validate_document
+from fairway.resource.worker_settings import WorkerSettings
 from fairway_operator.desired import CONFIG_HASH, all_objects, desired
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"

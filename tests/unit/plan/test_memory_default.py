@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from fairway.plan.pools import pools
 from fairway.plan.worker_config import worker_settings
-from fairway.queue.runtime.settings import WorkerSettings
 from fairway.resource.spec import QueueSupervisorSpec
+from fairway.resource.worker_settings import WorkerSettings
 
 
 def test_the_memory_limit_is_off_everywhere_unless_set() -> None:

@@ -110,8 +110,8 @@ def test_queue_names_with_a_trailing_newline_are_refused_everywhere() -> None:
     from pydantic import ValidationError
 
     from fairway.queue.access.client import check_queue
-    from fairway.queue.runtime.settings import WorkerSettings
     from fairway.resource.manifests import validate_spec
+    from fairway.resource.worker_settings import WorkerSettings
 
     with pytest.raises(JobError, match="queue"):
         check_queue("default\n")

@@ -15,9 +15,9 @@ from fairway.queue.runtime.execution import Attempt, Outcome
 from fairway.queue.runtime.housekeeping import Housekeeping
 from fairway.queue.runtime.ledger import Ledger
 from fairway.queue.runtime.runner import Runner
-from fairway.queue.runtime.settings import WorkerSettings
 from fairway.queue.runtime.settling import Settler
 from fairway.queue.runtime.stopping import SETTLE_ON_STOP_S, Stopping
+from fairway.resource.worker_settings import WorkerSettings
 
 
 class Outage(redis.ConnectionError):

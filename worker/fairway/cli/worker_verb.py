@@ -1,7 +1,7 @@
 """`fairway worker`: flags (or the config file the operator renders) to WorkerSettings, then the loop.
 
-FLAG_TO_SETTING is the one table of renames between the command line and the settings: flags keep
-the names users and scripts already type, settings carry their unit.
+Flags keep the names users and scripts already type, settings carry their unit: the renames are
+`fairway.resource.worker_settings.SETTING_NAMES`, the one table the operator's renderer reads too.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from pydantic_core import ErrorDetails
@@ -21,19 +22,8 @@ from fairway.cli.common import OK, UNUSABLE, Verbs
 from fairway.cli.queue_verbs import split_queues
 from fairway.resource.manifests import ManifestError
 from fairway.resource.names import REDIS_URL_ENV
+from fairway.resource.worker_settings import FLAG_TO_SETTING
 
-# argparse dest -> WorkerSettings field, for the flags that map one to one
-FLAG_TO_SETTING: dict[str, str] = {
-    "concurrency": "concurrency",
-    "block_for": "block_for_s",
-    "tries": "tries",
-    "timeout": "timeout_s",
-    "max_jobs": "max_jobs",
-    "max_time": "max_time_s",
-    "memory": "memory_mib",
-    "log_format": "log_format",
-    "metrics_port": "metrics_port",
-}
 # argparse dest -> field of the tenant group's settings (the spec's `tenants` block)
 TENANT_FLAG_TO_SETTING: dict[str, str] = {
     "tenants": "queue_prefix",
@@ -55,11 +45,24 @@ def parse_weights(items: list[str]) -> dict[str, int]:
     return weights
 
 
+def load_config(path: str) -> dict[str, Any]:
+    """A YAML or JSON mapping of WorkerSettings fields (what the operator mounts)."""
+    import json
+
+    import yaml
+
+    text = Path(path).read_text(encoding="utf-8")
+    data = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping of worker settings")
+    return data
+
+
 def worker_settings(args: argparse.Namespace) -> Any:
     """The config file's settings, overridden by every flag given; validated once, here."""
     from pydantic import ValidationError
 
-    from fairway.queue.runtime.settings import WorkerSettings, load_config
+    from fairway.resource.worker_settings import WorkerSettings
 
     data: dict[str, Any] = load_config(args.config) if args.config else {}
     flags: dict[str, Any] = {setting: getattr(args, flag) for flag, setting in FLAG_TO_SETTING.items()}

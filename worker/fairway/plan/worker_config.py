@@ -1,9 +1,9 @@
 """A pool's worker settings from the spec (pure): what the operator renders into each pool's
 ConfigMap and `fairway up` writes for its processes.
 
-SPEC_TO_WORKER is the one table of renames between the CRD and the worker: the worker's names carry
-their unit (STYLE: `timeout_s`), the CRD's are the public API. Settings whose name does not change
-(`tries`, `max_jobs`, the whole `tenants` block) pass through under the same name.
+The renames between the CRD and the worker are the spec column of the one table,
+`fairway.resource.worker_settings.SETTING_NAMES`: the worker's names carry their unit (STYLE:
+`timeout_s`), the CRD's are the public API.
 """
 
 from __future__ import annotations
@@ -11,25 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from fairway.plan.pools import Pool
-from fairway.queue.runtime.settings import WorkerSettings
 from fairway.resource.spec import QueueSupervisorSpec
-
-# spec field (snake_case of the CRD's camelCase) -> WorkerSettings field
-SPEC_TO_WORKER: dict[str, str] = {
-    "concurrency": "concurrency",
-    "block_for": "block_for_s",
-    "tries": "tries",
-    "backoff": "backoff_s",
-    "timeout": "timeout_s",
-    "max_jobs": "max_jobs",
-    "max_time": "max_time_s",
-    "memory": "memory_mib",
-}
+from fairway.resource.worker_settings import SPEC_TO_SETTING, WorkerSettings
 
 
 def worker_settings(spec: QueueSupervisorSpec, pool: Pool) -> WorkerSettings:
     """Everything a pool's workers need but the Redis URL, which reaches them from a Secret or env."""
-    fields: dict[str, Any] = {worker: getattr(spec, field) for field, worker in SPEC_TO_WORKER.items()}
+    fields: dict[str, Any] = {worker: getattr(spec, field) for field, worker in SPEC_TO_SETTING.items()}
     fields.update(
         queues=list(pool.queues),
         retry_after_s=spec.effective_retry_after,

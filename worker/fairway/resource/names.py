@@ -24,6 +24,17 @@ DEFAULT_TENANT_PREFIX = "tenant-"
 REDIS_URL_ENV = "FAIRWAY_REDIS_URL"  # every entry point's Redis when none is given: verbs, workers, Client(), pods
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_WEIGHT = 1
+DEFAULT_PREFIX = "fairway"  # the first part of every Redis key (`fairway:{high}:ready`)
+SERVED_NAME_MARK = "@"  # a served name starting with it is a tenant group, never a queue (queue names cannot)
+
+
+def served_name_of_group(queue_prefix: str) -> str:
+    """The name a tenant group is served, listed and paused under: `@tenant-`."""
+    return f"{SERVED_NAME_MARK}{queue_prefix}"
+
+
+def is_group_name(served_name: str) -> bool:
+    return served_name.startswith(SERVED_NAME_MARK)
 
 
 def effective_weight(weight: int | None) -> int:

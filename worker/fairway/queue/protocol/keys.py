@@ -15,11 +15,16 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-DEFAULT_PREFIX = "fairway"
+# The naming rules keys follow live with the other names (resource/names.py); re-exported here, where
+# every key is built from them.
+from fairway.resource.names import DEFAULT_PREFIX as DEFAULT_PREFIX
+from fairway.resource.names import SERVED_NAME_MARK as SERVED_NAME_MARK
+from fairway.resource.names import is_group_name as is_group_name
+from fairway.resource.names import served_name_of_group as served_name_of_group
+
 # The attempts-hash field `<job key>` + this: when a handed-back job was ready again (ms, Redis clock);
 # lib.lua's READY, which writes it (a unit test keeps the two equal).
 READY_FIELD = "\tready"
-SERVED_NAME_MARK = "@"  # a served name starting with it is a tenant group, never a queue (queue names cannot)
 
 
 @dataclass(frozen=True)
@@ -242,14 +247,6 @@ class GlobalKeys:
         """(set of served names, hash name -> weight or rank) registered by workers of one config."""
         digest = hashlib.sha1(repr((queues, weights)).encode()).hexdigest()[:16]
         return f"{self.base}served:{digest}:queues", f"{self.base}served:{digest}:weights"
-
-
-def served_name_of_group(queue_prefix: str) -> str:
-    return f"{SERVED_NAME_MARK}{queue_prefix}"
-
-
-def is_group_name(served_name: str) -> bool:
-    return served_name.startswith(SERVED_NAME_MARK)
 
 
 def family_keys(prefix: str, served_name: str) -> QueueKeys | TenantGroupKeys:

@@ -28,7 +28,7 @@ from fairway.queue.protocol.hotline import HotLine
 from fairway.queue.protocol.keys import GlobalKeys, QueueKeys, family_keys
 from fairway.queue.protocol.scheduling import rank_table, weighted_order
 from fairway.queue.runtime.identity import worker_identity
-from fairway.queue.runtime.settings import WorkerSettings
+from fairway.resource.worker_settings import WorkerSettings
 
 POLL_S = 0.1  # idle polling interval where one blocking read is impossible (cluster) or not wanted
 SERVED_SET_TTL_S = 86_400  # a served set outlives its workers by a day; every refresh renews it

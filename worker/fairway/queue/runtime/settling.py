@@ -16,7 +16,7 @@ from fairway.queue.protocol.calls import NO_WAIT_BUCKET, Reservation
 from fairway.queue.protocol.job import Job, JobError
 from fairway.queue.runtime.execution import Attempt, Outcome, failure_record
 from fairway.queue.runtime.ledger import Ledger
-from fairway.queue.runtime.settings import WorkerSettings
+from fairway.resource.worker_settings import WorkerSettings
 
 
 class Settles(Protocol):

@@ -47,9 +47,9 @@ from fairway.queue.runtime.metrics import UNREGISTERED, WorkerMetrics
 from fairway.queue.runtime.metrics import serve as serve_metrics
 from fairway.queue.runtime.overlap import Overlap
 from fairway.queue.runtime.runner import Done, Runner, Started
-from fairway.queue.runtime.settings import WorkerSettings
 from fairway.queue.runtime.settling import Settler
 from fairway.queue.runtime.stopping import Stopping
+from fairway.resource.worker_settings import WorkerSettings
 
 log = logging.getLogger("fairway.worker")
 

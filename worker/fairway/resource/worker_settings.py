@@ -1,23 +1,54 @@
-"""Worker settings: typed, validated once where they enter (CLI flags or the config file the operator renders).
+"""Worker settings: the contract between the operator (and `fairway up`) and the worker (pure).
 
-Fields mirror the spec's and take their defaults from it (`spec_default`); the tenant group is the
-spec's own `tenants` block (`TenantsSpec`), so its settings have one name from the CRD to Lua. Field
-names carry their unit (`timeout_s`); the table that maps spec fields to these names is
-`fairway.plan.worker_config.SPEC_TO_WORKER`.
+Typed and validated once where they enter (the `fairway worker` flags, or the config file the operator
+renders). Fields mirror the spec's and take their defaults from it (`spec_default`); the tenant group
+is the spec's own `tenants` block (`TenantsSpec`), so its settings have one name from the CRD to Lua.
+Field names carry their unit (`timeout_s`); SETTING_NAMES is the one table of renames between a spec
+field, its setting and its `fairway worker` flag.
 """
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from fairway.queue.protocol.keys import DEFAULT_PREFIX, served_name_of_group
-from fairway.resource.names import QUEUE_NAME, QUEUE_NAME_RULE, effective_weight
+from fairway.resource.names import (
+    DEFAULT_PREFIX,
+    QUEUE_NAME,
+    QUEUE_NAME_RULE,
+    effective_weight,
+    served_name_of_group,
+)
 from fairway.resource.spec import DEFAULT_RETRY_AFTER_S, TenantsSpec, WorkerSpec, spec_default
+
+
+@dataclass(frozen=True)
+class SettingName:
+    """One setting under each of its names: the spec's field (snake_case of the CRD's), the worker's
+    (with its unit), and the `fairway worker` flag's argparse dest (None where there is none)."""
+
+    setting: str
+    spec: str | None
+    flag: str | None
+
+
+# The one rename table: the operator's renderer reads the spec column, `fairway worker` the flag column.
+SETTING_NAMES: tuple[SettingName, ...] = (
+    SettingName("concurrency", "concurrency", "concurrency"),
+    SettingName("block_for_s", "block_for", "block_for"),
+    SettingName("tries", "tries", "tries"),
+    SettingName("backoff_s", "backoff", None),
+    SettingName("timeout_s", "timeout", "timeout"),
+    SettingName("max_jobs", "max_jobs", "max_jobs"),
+    SettingName("max_time_s", "max_time", "max_time"),
+    SettingName("memory_mib", "memory", "memory"),
+    SettingName("log_format", None, "log_format"),
+    SettingName("metrics_port", None, "metrics_port"),
+)
+SPEC_TO_SETTING = {n.spec: n.setting for n in SETTING_NAMES if n.spec is not None}
+FLAG_TO_SETTING = {n.flag: n.setting for n in SETTING_NAMES if n.flag is not None}
 
 
 class WorkerSettings(BaseModel):
@@ -151,12 +182,3 @@ class WorkerSettings(BaseModel):
     def to_config(self) -> dict[str, Any]:
         """The config file's contents (what the operator mounts): never the Redis URL, which holds secrets."""
         return self.model_dump(mode="json", exclude={"redis_url"}, exclude_none=True)
-
-
-def load_config(path: str) -> dict[str, Any]:
-    """A YAML or JSON mapping of WorkerSettings fields (what the operator mounts)."""
-    text = Path(path).read_text(encoding="utf-8")
-    data = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping of worker settings")
-    return data
