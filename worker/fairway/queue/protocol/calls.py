@@ -69,11 +69,71 @@ class Reservation:
     lost: int = 0  # times it was running when its worker vanished (its reservation expired)
     member: bytes = b""  # what the reserved set holds for it, `<job key>\t<tag>`: what settles and renews it
     ready_at_ms: int | None = None  # when it was handed back and ready again (a retry, a lost job); Redis clock
+    family: Family | None = None  # its settle calls, decided when it was reserved (see `settles`)
+
+    @property
+    def settles(self) -> Family:
+        """The calls that settle and renew it: its queue's or its tenant group's, decided once, when it was
+        reserved. One made without (a test's) is a plain queue's under the default key prefix."""
+        return self.family or QueueFamily(QueueKeys(DEFAULT_PREFIX, self.queue), None)
 
     def ready_since_ms(self, job: Job) -> int:
         """When this attempt's wait for a slot began: the end of its backoff (or when it was handed back),
         else the document's due time or enqueue. A wait never counts the job's own backoff."""
         return self.ready_at_ms if self.ready_at_ms is not None else job.ready_since_ms
+
+
+@dataclass(frozen=True)
+class QueueFamily:
+    """A queue's settle and renew calls (what a reservation of one of its jobs carries)."""
+
+    keys: QueueKeys
+    active: str | None  # the active-set key (standalone), which a release re-enters the queue in
+
+    @property
+    def reserved(self) -> str:
+        return self.keys.reserved
+
+    def ack(self, member: bytes, wait_bucket: int) -> ScriptCall:
+        return ack(self.keys, member)
+
+    def release(self, member: bytes, delay_ms: int, wait_bucket: int) -> ScriptCall:
+        return release(self.keys, self.active, member, delay_ms)
+
+    def fail(self, member: bytes, job_id: str, record: str, wait_bucket: int) -> ScriptCall:
+        return fail(self.keys, member, job_id, record)
+
+
+@dataclass(frozen=True)
+class GroupFamily:
+    """A tenant group's settle and renew calls: the same questions, its own scripts (figures, flights)."""
+
+    group: TenantGroup
+    active: str | None
+
+    @property
+    def reserved(self) -> str:
+        return self.group.keys.reserved
+
+    def ack(self, member: bytes, wait_bucket: int) -> ScriptCall:
+        return ack_tenant(self.group.keys, member, wait_bucket)
+
+    def release(self, member: bytes, delay_ms: int, wait_bucket: int) -> ScriptCall:
+        return release_tenant(self.group, self.active, member, delay_ms, wait_bucket)
+
+    def fail(self, member: bytes, job_id: str, record: str, wait_bucket: int) -> ScriptCall:
+        return fail_tenant(self.group, member, job_id, record, wait_bucket)
+
+
+Family = QueueFamily | GroupFamily
+
+
+def families(prefix: str, queues: Sequence[str], group: TenantGroup | None, active: str | None) -> dict[str, Family]:
+    """Served name -> its settle calls, built once per worker (a reservation takes its family by name)."""
+    out: dict[str, Family] = {q: QueueFamily(QueueKeys(prefix, q), active) for q in queues}
+    if group is not None:
+        out[group.name] = GroupFamily(group, active)
+    return out
 
 
 def holder_tag(worker: str, call: int) -> str:

@@ -63,6 +63,8 @@ class Fetcher(ABC):
         self.strict, self.ranks = rank_table(self.served, self.weights)
         self.retry_after_ms = settings.retry_after_ms
         self.rng = rng or random.Random()
+        # Each served name's settle calls, decided here once: a reservation carries its own.
+        self.families = calls.families(self.prefix, self.queues, self.group, self.active)
 
     @property
     def active(self) -> str | None:
@@ -101,15 +103,11 @@ class Fetcher(ABC):
     def renew(self, held: Sequence[Reservation]) -> list[Reservation]:
         """Renew the leases of the jobs this process holds: one call per queue or tenant group (each
         touches one slot, so it is legal on a cluster). Returns those whose lease had already run out."""
-        families: dict[str, list[Reservation]] = {}
+        by_family: dict[str, list[Reservation]] = {}
         for reservation in held:
-            if self.group is not None and reservation.tenant is not None:
-                reserved = self.group.keys.reserved
-            else:
-                reserved = self._keys(reservation).reserved
-            families.setdefault(reserved, []).append(reservation)
+            by_family.setdefault(reservation.settles.reserved, []).append(reservation)
         gone: list[Reservation] = []
-        for reserved, reservations in families.items():
+        for reserved, reservations in by_family.items():
             by_member = {r.member: r for r in reservations}
             missing = self.scripts.run(calls.renew(reserved, list(by_member), self.retry_after_ms))
             gone += [by_member[m if isinstance(m, bytes) else m.encode()] for m in missing]
@@ -122,29 +120,16 @@ class Fetcher(ABC):
     # -- settling --------------------------------------------------------------------------------
 
     def ack(self, reservation: Reservation, wait_bucket: int = NO_WAIT_BUCKET) -> bool:
-        if self.group is not None and reservation.tenant is not None:
-            return bool(self.scripts.run(calls.ack_tenant(self.group.keys, reservation.member, wait_bucket)))
-        return bool(self.scripts.run(calls.ack(self._keys(reservation), reservation.member)))
+        return bool(self.scripts.run(reservation.settles.ack(reservation.member, wait_bucket)))
 
     def release(self, reservation: Reservation, delay_ms: int, wait_bucket: int = NO_WAIT_BUCKET) -> bool:
         """A failed attempt with tries left goes back, after `delay_ms` (backoff) or at once."""
-        if self.group is not None and reservation.tenant is not None:
-            call = calls.release_tenant(self.group, self.active, reservation.member, delay_ms, wait_bucket)
-        else:
-            call = calls.release(self._keys(reservation), self.active, reservation.member, delay_ms)
-        return bool(self.scripts.run(call))
+        return bool(self.scripts.run(reservation.settles.release(reservation.member, delay_ms, wait_bucket)))
 
     def fail(
         self, reservation: Reservation, job_id: str, record: dict[str, Any], wait_bucket: int = NO_WAIT_BUCKET
     ) -> None:
-        text = json.dumps(record)
-        if self.group is not None and reservation.tenant is not None:
-            self.scripts.run(calls.fail_tenant(self.group, reservation.member, job_id, text, wait_bucket))
-        else:
-            self.scripts.run(calls.fail(self._keys(reservation), reservation.member, job_id, text))
-
-    def _keys(self, reservation: Reservation) -> QueueKeys:
-        return QueueKeys(self.prefix, reservation.queue)
+        self.scripts.run(reservation.settles.fail(reservation.member, job_id, json.dumps(record), wait_bucket))
 
     # -- housekeeping ----------------------------------------------------------------------------
 
@@ -261,20 +246,19 @@ class StandaloneFetcher(Fetcher):
         random = self.rng.random
         return self._reserve_call.call(self._holder(), acks, [random() for _ in range(count)])
 
-    @staticmethod
-    def _reservations(flat: list[Any]) -> list[Reservation]:
-        return [
-            Reservation(
-                flat[i].decode(),
-                flat[i + 1],
-                int(flat[i + 2]),
-                flat[i + 3].decode() if flat[i + 3] else None,
-                int(flat[i + 4]),
-                flat[i + 5],
-                int(flat[i + 6]) if flat[i + 6] else None,
+    def _reservations(self, flat: list[Any]) -> list[Reservation]:
+        families = self.families
+        out = []
+        for i in range(0, len(flat), 7):
+            name = flat[i].decode()
+            tenant = flat[i + 3].decode() if flat[i + 3] else None
+            ready_at = int(flat[i + 6]) if flat[i + 6] else None
+            out.append(
+                Reservation(
+                    name, flat[i + 1], int(flat[i + 2]), tenant, int(flat[i + 4]), flat[i + 5], ready_at, families[name]
+                )
             )
-            for i in range(0, len(flat), 7)
-        ]
+        return out
 
     def wait_for_work(self, block_for_s: float, until_maintenance_s: float) -> float | None:
         if block_for_s == 0:
@@ -349,12 +333,16 @@ class ClusterFetcher(Fetcher):
                 result = self.scripts.run(calls.reserve_tenant(self.group, u, self.retry_after_ms, holder))
                 if result:
                     tenant, payload, attempts, lost, member, ready_at = result
-                    return Reservation(name, payload, int(attempts), tenant.decode(), int(lost), member, _ms(ready_at))
+                    family = self.families[name]
+                    return Reservation(
+                        name, payload, int(attempts), tenant.decode(), int(lost), member, _ms(ready_at), family
+                    )
                 continue
             result = self.scripts.run(calls.reserve_one(QueueKeys(self.prefix, name), self.retry_after_ms, holder))
             if result:
                 payload, attempts, lost, member, ready_at = result
-                return Reservation(name, payload, int(attempts), None, int(lost), member, _ms(ready_at))
+                family = self.families[name]
+                return Reservation(name, payload, int(attempts), None, int(lost), member, _ms(ready_at), family)
         return None
 
 
