@@ -1,4 +1,6 @@
-"""All Kubernetes API calls the operator makes (besides kopf's own watching), through the official client.
+"""All Kubernetes API calls the operator makes (besides kopf's own watching): the official client's,
+and on kopf's event loop, `NamedWatch`'s lists and watches of one named object (aiohttp, with the
+official client's URL, headers, credentials, TLS and proxy).
 
 Children are written with server-side apply under one field manager (`fairway`), forced, so the
 operator owns exactly the fields it sets and never fights other controllers over the rest (an HPA's
@@ -8,10 +10,14 @@ Every verb used here is listed in `fairway_operator.rbac`, which the Helm chart 
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Iterable, Mapping
+import ssl
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
+from urllib.parse import quote
 
+import aiohttp
 import kubernetes
 from kubernetes.client import ApiClient, ApiException, AppsV1Api, CoreV1Api, CustomObjectsApi
 
@@ -169,6 +175,13 @@ def discover(api_client: ApiClient) -> None:
     CustomObjectsApi(api_client).get_api_resources(API_GROUP, API_VERSION, _request_timeout=10)
 
 
+def dry_run_config_map(api_client: ApiClient, namespace: str) -> None:
+    """A dry-run create of a ConfigMap in `namespace` (nothing is stored; raises as the client does): what
+    `fairway operator` asks to learn that a namespace exists and its Role there is bound."""
+    probe: Any = {"metadata": {"generateName": "fairway-startup-check-"}}
+    CoreV1Api(api_client).create_namespaced_config_map(namespace, probe, dry_run="All", _request_timeout=10)
+
+
 def operator_client() -> ApiClient:
     """The official client, from the loaded configuration, naming itself USER_AGENT."""
     client = ApiClient()
@@ -182,3 +195,108 @@ def api_host(api_client: ApiClient) -> str:
 
 def names_of(objs: Iterable[dict[str, Any]]) -> set[tuple[str, str]]:
     return {(o["kind"], o["metadata"]["name"]) for o in objs}
+
+
+class Refused(Exception):
+    """The API server answered a stream's request with an error status."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(status, message)
+        self.status, self.message = status, message
+
+
+STREAM_ERRORS: tuple[type[BaseException], ...] = (aiohttp.ClientError, TimeoutError, ValueError)
+
+
+class NamedWatch:
+    """Lists and watches of one named object of a collection (field selector `metadata.name`, what RBAC
+    `resourceNames` can grant), on an event loop; one aiohttp session, no limit on open watches."""
+
+    def __init__(self, client: ApiClient) -> None:
+        self._client = client
+        self._session: aiohttp.ClientSession | None = None
+
+    async def list_named(self, collection: str, name: str) -> dict[str, Any]:
+        """The collection narrowed to `name`, as the API server's JSON list."""
+        async with self._request(collection, name, {}, None) as response:
+            body: dict[str, Any] = json.loads(await response.read())
+            return body
+
+    async def watch_named(
+        self, collection: str, name: str, since: str, timeout_s: int
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Watch events of `name` after resourceVersion `since`, until the server ends the watch."""
+        query = {"watch": "true", "allowWatchBookmarks": "true", "timeoutSeconds": str(timeout_s)}
+        if since:
+            query["resourceVersion"] = since
+        async with self._request(collection, name, query, timeout_s + 30) as response:
+            pending = b""
+            async for chunk in response.content.iter_any():  # (a line may be longer than aiohttp's line limit)
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        yield json.loads(line)
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    @contextlib.asynccontextmanager
+    async def _request(
+        self, collection: str, name: str, query: dict[str, str], read_timeout: float | None
+    ) -> AsyncIterator[aiohttp.ClientResponse]:
+        url, options = request_for(self._client, collection, name, query)
+        timeout = aiohttp.ClientTimeout(total=None, connect=30, sock_read=read_timeout or 60)
+        if self._session is None:  # no limit on connections: each watch holds one open
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+        async with self._session.get(url, timeout=timeout, **options) as response:
+            if response.status != 200:
+                raise Refused(response.status, (await response.text())[:300])
+            yield response
+
+
+def request_for(client: ApiClient, collection: str, name: str, query: dict[str, str]) -> tuple[str, dict[str, Any]]:
+    """A GET of a collection (`/api/v1/namespaces/{ns}/secrets`) narrowed to one name, as aiohttp takes it:
+    the official client's URL, headers and credentials (its bearer token refreshed as the client refreshes
+    it), TLS, proxy."""
+    params = [("fieldSelector", f"metadata.name={name}"), *query.items()]
+    _, url, headers, _, _ = client.param_serialize(
+        method="GET",
+        resource_path=_quoted(collection),
+        query_params=params,
+        header_params={"Accept": "application/json"},
+        auth_settings=["BearerToken"],
+    )
+    config = client.configuration
+    options: dict[str, Any] = {"headers": headers, "ssl": _tls(config), "proxy": config.proxy or None}
+    if getattr(config, "tls_server_name", None):
+        options["server_hostname"] = config.tls_server_name
+    return url, options
+
+
+def _quoted(collection: str) -> str:
+    """The collection's path with each segment quoted (a namespace is a DNS label; quoting is a guard)."""
+    return "/".join(quote(part, safe="") for part in collection.split("/"))
+
+
+_TLS: dict[tuple[Any, ...], ssl.SSLContext | bool] = {}
+
+
+def _tls(config: Any) -> ssl.SSLContext | bool:
+    """The client configuration's TLS settings as aiohttp takes them (True, aiohttp's default, for plain
+    HTTP, where it does not apply)."""
+    if not str(config.host).startswith("https"):
+        return True
+    key = (config.verify_ssl, config.ssl_ca_cert, config.cert_file, config.key_file, config.assert_hostname)
+    if key not in _TLS:
+        if not config.verify_ssl:
+            _TLS[key] = False
+        else:
+            context = ssl.create_default_context(cafile=config.ssl_ca_cert)
+            if config.cert_file:
+                context.load_cert_chain(config.cert_file, config.key_file)
+            if config.assert_hostname is False:
+                context.check_hostname = False
+            _TLS[key] = context
+    return _TLS[key]

@@ -7,8 +7,8 @@ operator may follow exactly the Secrets it was granted and no other. A watch cos
 one request per server timeout (5 to 10 minutes); a rotated Secret is seen at once, and status passes
 read the value from memory: no GET per pass, none repeated while nothing changes.
 
-The watches run on kopf's event loop (aiohttp, with the official client's URL, headers and
-credentials); passes, which run in threads, read through `value`, which starts the watch on first use
+The watches run on kopf's event loop (through `kube.NamedWatch`, as every request the operator makes
+goes through `kube.py`); passes, which run in threads, read through `value`, which starts the watch on first use
 and waits for its first answer. A Secret no supervisor names any more stops being watched (`retain`).
 """
 
@@ -16,24 +16,23 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import json
 import logging
 import random
-import ssl
 import threading
 import time
-from collections.abc import AsyncIterator, Collection
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
 
-import aiohttp
 from kubernetes.client import ApiClient
+
+from fairway_operator import kube
+from fairway_operator.kube import STREAM_ERRORS, NamedWatch, Refused
 
 log = logging.getLogger("fairway.operator")
 
-SECRETS = "/api/v1/namespaces/{ns}/secrets"
+SECRETS = "/api/v1/namespaces/{ns}/secrets"  # (the namespace is quoted where the URL is built)
 FIRST_ANSWER_S = 10.0  # how long a pass waits for a new watch's first answer
 UNUSED_S = 60.0  # a Secret no supervisor names, and no pass asked for this long, stops being watched
 WATCH_TIMEOUT_S = (300, 600)  # the server closes each watch request after a random time in this range
@@ -57,11 +56,10 @@ class _Followed:
 
 class SecretWatches:
     def __init__(self, api_client: ApiClient, loop: asyncio.AbstractEventLoop) -> None:
-        self._client = api_client
+        self._api = NamedWatch(api_client)
         self._loop = loop
         self._followed: dict[tuple[str, str], _Followed] = {}
         self._lock = threading.Lock()
-        self._session: aiohttp.ClientSession | None = None
         self._closed = False
         self._loop_thread = threading.get_ident()  # (made on the loop)
 
@@ -113,8 +111,7 @@ class SecretWatches:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        if self._session is not None:
-            await self._session.close()
+        await self._api.close()
 
     def _start(self, namespace: str, name: str, followed: _Followed) -> None:
         followed.task = asyncio.create_task(self._follow(namespace, name, followed), name=f"secret {namespace}/{name}")
@@ -131,18 +128,19 @@ class SecretWatches:
             began = time.monotonic()
             try:
                 if since is None:
-                    reply = await self._get_json(namespace, name, {})
+                    reply = await self._api.list_named(SECRETS.format(ns=namespace), name)
                     items = [i for i in reply.get("items") or [] if i.get("metadata", {}).get("name") == name]
                     followed.data, followed.error = (items[0].get("data") or {}) if items else None, None
                     followed.known.set()
                     since = str(reply.get("metadata", {}).get("resourceVersion") or "")
-                async for event in self._watch(namespace, name, since):
+                timeout_s = random.randint(*WATCH_TIMEOUT_S)
+                async for event in self._api.watch_named(SECRETS.format(ns=namespace), name, since, timeout_s):
                     kind, obj = event.get("type"), event.get("object") or {}
                     if kind == "ERROR":
                         if obj.get("code") == 410:  # too old: list again
                             since = None
                             break
-                        raise _Refused(int(obj.get("code") or 500), str(obj.get("message") or obj))
+                        raise Refused(int(obj.get("code") or 500), str(obj.get("message") or obj))
                     if obj.get("metadata", {}).get("name") == name:
                         if kind in ("ADDED", "MODIFIED"):
                             followed.data, followed.error = obj.get("data") or {}, None
@@ -153,13 +151,13 @@ class SecretWatches:
                     delay = BACKOFF_S[0]
                     continue
                 problem = "the watch ended at once"  # (a front that closes streams: no busy loop)
-            except _Refused as exc:
+            except Refused as exc:
                 since = None
                 problem = _refusal(namespace, name, exc)
                 if exc.status in (401, 403):  # no longer granted: no longer used
                     followed.data, followed.error = None, problem
                     followed.known.set()
-            except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            except STREAM_ERRORS as exc:
                 problem = f"the API server did not answer about Secret {namespace}/{name}: {exc!r}"
             if not followed.known.is_set():  # nothing to go on with: a waiting pass learns why
                 followed.error = problem
@@ -168,67 +166,8 @@ class SecretWatches:
             await asyncio.sleep(delay)
             delay = min(delay * 2, BACKOFF_S[1])
 
-    async def _get_json(self, namespace: str, name: str, query: dict[str, str]) -> dict[str, Any]:
-        async with self._request(namespace, name, query, None) as response:
-            body: dict[str, Any] = json.loads(await response.read())
-            return body
 
-    async def _watch(self, namespace: str, name: str, since: str) -> AsyncIterator[dict[str, Any]]:
-        timeout_s = random.randint(*WATCH_TIMEOUT_S)
-        query = {"watch": "true", "allowWatchBookmarks": "true", "timeoutSeconds": str(timeout_s)}
-        if since:
-            query["resourceVersion"] = since
-        async with self._request(namespace, name, query, timeout_s + 30) as response:
-            pending = b""
-            async for chunk in response.content.iter_any():  # (a line may be longer than aiohttp's line limit)
-                pending += chunk
-                *lines, pending = pending.split(b"\n")
-                for line in lines:
-                    if line.strip():
-                        yield json.loads(line)
-
-    @contextlib.asynccontextmanager
-    async def _request(
-        self, namespace: str, name: str, query: dict[str, str], read_timeout: float | None
-    ) -> AsyncIterator[aiohttp.ClientResponse]:
-        url, options = request_for(self._client, namespace, name, query)
-        timeout = aiohttp.ClientTimeout(total=None, connect=30, sock_read=read_timeout or 60)
-        async with self._sessions().get(url, timeout=timeout, **options) as response:
-            if response.status != 200:
-                raise _Refused(response.status, (await response.text())[:300])
-            yield response
-
-    def _sessions(self) -> aiohttp.ClientSession:
-        if self._session is None:  # no limit on connections: each watch holds one open
-            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
-        return self._session
-
-
-def request_for(client: ApiClient, namespace: str, name: str, query: dict[str, str]) -> tuple[str, dict[str, Any]]:
-    """A GET of the Secret's collection narrowed to its name, as aiohttp takes it: the official client's
-    URL, headers and credentials (its bearer token refreshed as the client refreshes it), TLS, proxy."""
-    params = [("fieldSelector", f"metadata.name={name}"), *query.items()]
-    _, url, headers, _, _ = client.param_serialize(
-        method="GET",
-        resource_path=SECRETS.format(ns=quote(namespace, safe="")),
-        query_params=params,
-        header_params={"Accept": "application/json"},
-        auth_settings=["BearerToken"],
-    )
-    config = client.configuration
-    options: dict[str, Any] = {"headers": headers, "ssl": _tls(config), "proxy": config.proxy or None}
-    if getattr(config, "tls_server_name", None):
-        options["server_hostname"] = config.tls_server_name
-    return url, options
-
-
-class _Refused(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(status, message)
-        self.status, self.message = status, message
-
-
-def _refusal(namespace: str, name: str, exc: _Refused) -> str:
+def _refusal(namespace: str, name: str, exc: Refused) -> str:
     if exc.status in (401, 403):
         return (
             f"the API server refused to let the operator watch Secret {namespace}/{name} ({exc.status}); "
@@ -241,23 +180,6 @@ def _refusal(namespace: str, name: str, exc: _Refused) -> str:
     return f"the API server answered {exc.status} about Secret {namespace}/{name}: {reason}"
 
 
-_TLS: dict[tuple[Any, ...], ssl.SSLContext | bool] = {}
-
-
-def _tls(config: Any) -> ssl.SSLContext | bool:
-    """The client configuration's TLS settings as aiohttp takes them (True, aiohttp's default, for plain
-    HTTP, where it does not apply)."""
-    if not str(config.host).startswith("https"):
-        return True
-    key = (config.verify_ssl, config.ssl_ca_cert, config.cert_file, config.key_file, config.assert_hostname)
-    if key not in _TLS:
-        if not config.verify_ssl:
-            _TLS[key] = False
-        else:
-            context = ssl.create_default_context(cafile=config.ssl_ca_cert)
-            if config.cert_file:
-                context.load_cert_chain(config.cert_file, config.key_file)
-            if config.assert_hostname is False:
-                context.check_hostname = False
-            _TLS[key] = context
-    return _TLS[key]
+def request_for(client: ApiClient, namespace: str, name: str, query: dict[str, str]) -> tuple[str, Any]:
+    """The request a watch of Secret `namespace/name` sends (kube.request_for on the Secrets collection)."""
+    return kube.request_for(client, SECRETS.format(ns=namespace), name, query)

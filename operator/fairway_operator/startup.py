@@ -16,15 +16,14 @@ import logging
 import socket
 import time
 from collections.abc import Callable
-from typing import Any
 from urllib.parse import urlsplit
 
 import urllib3
-from kubernetes.client import ApiClient, ApiException, CoreV1Api
+from kubernetes.client import ApiClient, ApiException
 
 from fairway.resource.spec import API_GROUP, API_VERSION
 from fairway_operator.exits import NO_CREDENTIALS, NO_NAMESPACE, NOT_INSTALLED, PORT_TAKEN, StartupError
-from fairway_operator.kube import api_host, discover, load_config, operator_client
+from fairway_operator.kube import api_host, discover, dry_run_config_map, load_config, operator_client
 
 log = logging.getLogger("fairway.operator")
 
@@ -111,11 +110,10 @@ def check_namespaces(namespaces: tuple[str, ...], api: ApiClient | None = None) 
     """Each watched namespace exists and the operator may work in it: a dry-run create of a ConfigMap
     there (the Role grants that; nothing is stored), which a real API server answers 404 for a missing
     namespace and 403 where no Role was bound. Other errors are left to the watches to report."""
-    core = CoreV1Api(api or operator_client())
-    probe: Any = {"metadata": {"generateName": "fairway-startup-check-"}}
+    client = api or operator_client()
     for namespace in namespaces:
         try:
-            core.create_namespaced_config_map(namespace, probe, dry_run="All", _request_timeout=10)
+            dry_run_config_map(client, namespace)
         except ApiException as exc:
             if exc.status == 404:
                 raise StartupError(
