@@ -16,6 +16,7 @@ import functools
 import logging
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import kopf
@@ -38,18 +39,47 @@ PASS_CONCURRENCY = 16
 RETRY_DELAY_S = 10.0  # a full pass that met an API error runs again after this long
 
 
-def _reconciler(memo: kopf.Memo) -> Reconciler:
-    if getattr(memo, "reconciler", None) is None:
+Key = tuple[str, str]  # a supervisor: (namespace, name)
+
+
+@dataclass
+class OperatorState:
+    """What the operator keeps between events, typed: built once at start-up from the options kopf's memo
+    carries (`fairway operator`'s flags, or a test's), and shared by every handler as `memo.state`."""
+
+    reconciler: Reconciler
+    watched: Watched = field(default_factory=Watched)
+    namespaces: tuple[str, ...] = ()
+    loop_tick_s: float = LOOP_TICK_S
+    status_interval_s: float = STATUS_INTERVAL_S
+    retry_delay_s: float = RETRY_DELAY_S
+    retries: dict[Key, float] = field(default_factory=dict)  # a full pass due again at this time
+    statuses: dict[Key, tuple[str | None, dict[str, Any]]] = field(default_factory=dict)  # last written (uid, status)
+    locks: dict[Key, asyncio.Lock] = field(default_factory=dict)  # one pass at a time per supervisor
+    refreshed: dict[Key, float] = field(default_factory=dict)  # when each was last observed
+    loop_task: asyncio.Task[None] | None = None
+
+    @classmethod
+    def from_memo(cls, memo: kopf.Memo) -> OperatorState:
+        """The options as `fairway operator` (or a test) put them on kopf's memo; each has its default."""
         kube = Kube()
-        memo.reconciler = Reconciler(
+        options = {name: getattr(memo, name) for name in OPTIONS if getattr(memo, name, None) is not None}
+        reconciler = Reconciler(
             kube,
             SecretWatches(kube.core.api_client, asyncio.get_running_loop()),
             default_image=getattr(memo, "worker_image", None) or DEFAULT_IMAGE,
             metrics=getattr(memo, "metrics", None),
             readable_secrets=getattr(memo, "redis_secrets", None),
         )
-    reconciler: Reconciler = memo.reconciler
-    return reconciler
+        return cls(reconciler, namespaces=tuple(options.pop("namespaces", ())), **options)
+
+
+OPTIONS = ("namespaces", "loop_tick_s", "status_interval_s", "retry_delay_s")  # memo -> OperatorState
+
+
+def _state(memo: kopf.Memo) -> OperatorState:
+    state: OperatorState = memo.state
+    return state
 
 
 @kopf.on.startup()
@@ -58,23 +88,20 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     configure_persistence(settings)
     configure_scanning(settings)
     settings.posting.level = logging.WARNING
-    reconciler = _reconciler(memo)
-    memo.watched = Watched()
-    namespaces = tuple(getattr(memo, "namespaces", None) or ())
-    memo.watched.fill(await asyncio.to_thread(reconciler.kube.children, namespaces))
-    memo.retries, memo.statuses, memo.locks, memo.refreshed = {}, {}, {}, {}
-    memo.loop_task = asyncio.create_task(_balance_and_refresh(memo))
+    memo.state = state = OperatorState.from_memo(memo)
+    state.watched.fill(await asyncio.to_thread(state.reconciler.kube.children, state.namespaces))
+    state.loop_task = asyncio.create_task(_balance_and_refresh(state))
 
 
 @kopf.on.cleanup()
 async def cleanup(memo: kopf.Memo, **_: Any) -> None:
-    task = getattr(memo, "loop_task", None)
-    if task is not None:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-    reconciler = getattr(memo, "reconciler", None)
-    if reconciler is not None:
-        await reconciler.secrets.close()
+    state: OperatorState | None = getattr(memo, "state", None)
+    if state is None:
+        return
+    if state.loop_task is not None:
+        state.loop_task.cancel()
+        await asyncio.gather(state.loop_task, return_exceptions=True)
+    await state.reconciler.secrets.close()
 
 
 def _report(body: Mapping[str, Any], outcome: Outcome) -> None:
@@ -82,71 +109,68 @@ def _report(body: Mapping[str, Any], outcome: Outcome) -> None:
         kopf.warn(dict(body), reason="SpecInvalid", message="; ".join(outcome.errors))
 
 
-def _lock(memo: kopf.Memo, key: tuple[str, str]) -> asyncio.Lock:
+def _lock(state: OperatorState, key: Key) -> asyncio.Lock:
     """One pass at a time per supervisor (its own event, its children's, the periodic loop's): a pass
     starts from what the one before it wrote, never alongside it."""
-    locks: dict[tuple[str, str], asyncio.Lock] = memo.locks
-    return locks.setdefault(key, asyncio.Lock())
+    return state.locks.setdefault(key, asyncio.Lock())
 
 
-def _latest(memo: kopf.Memo, body: Mapping[str, Any]) -> dict[str, Any]:
+def _latest(state: OperatorState, body: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of the supervisor with the newest status known: the one this operator wrote last, until
     the watch delivers it (a pass that started from an older copy would write the same status again)."""
     latest = dict(body)  # (a pass only reads it: no copy of the whole body per event)
-    written = memo.statuses.get(supervisor_key(body))
+    written = state.statuses.get(supervisor_key(body))
     if written is not None and written[0] == latest["metadata"].get("uid"):
         latest["status"] = written[1]
     return latest
 
 
-def _remember(memo: kopf.Memo, body: Mapping[str, Any], patch: dict[str, Any]) -> None:
+def _remember(state: OperatorState, body: Mapping[str, Any], patch: dict[str, Any]) -> None:
     merged = {**(body.get("status") or {}), **patch}
-    memo.statuses[supervisor_key(body)] = (
+    state.statuses[supervisor_key(body)] = (
         body["metadata"].get("uid"),
         {k: v for k, v in merged.items() if v is not None},
     )
 
 
-async def _write_status(memo: kopf.Memo, body: Mapping[str, Any], patch: dict[str, Any]) -> None:
-    reconciler = _reconciler(memo)
+async def _write_status(state: OperatorState, body: Mapping[str, Any], patch: dict[str, Any]) -> None:
     namespace, name = supervisor_key(body)
-    await asyncio.to_thread(reconciler.kube.patch_status, namespace, name, patch)
-    _remember(memo, body, patch)
+    await asyncio.to_thread(state.reconciler.kube.patch_status, namespace, name, patch)
+    _remember(state, body, patch)
 
 
-async def _full_pass(memo: kopf.Memo, body: dict[str, Any], owned: list[dict[str, Any]]) -> None:
+async def _full_pass(state: OperatorState, body: dict[str, Any], owned: list[dict[str, Any]]) -> None:
     """Apply what is missing or drifted, prune what is stale, write the status when it changed. An API
     error is retried by the periodic loop after RETRY_DELAY_S, from the watches' state at that time."""
-    outcome = await asyncio.to_thread(_reconciler(memo).reconcile, body, owned=owned)
+    outcome = await asyncio.to_thread(state.reconciler.reconcile, body, owned=owned)
     key = supervisor_key(body)
-    memo.refreshed[key] = time.monotonic()  # (a full pass observes too: the next status pass can wait)
+    state.refreshed[key] = time.monotonic()  # (a full pass observes too: the next status pass can wait)
     if outcome.status is not None:
         try:
-            await _write_status(memo, body, outcome.status)
+            await _write_status(state, body, outcome.status)
         except ApiException as exc:
             outcome.api_error = outcome.api_error or f"Kubernetes API error {exc.status}: {exc.reason}"
     _report(body, outcome)
-    retries: dict[tuple[str, str], float] = memo.retries
     if outcome.api_error:
-        delay = getattr(memo, "retry_delay_s", RETRY_DELAY_S)
+        delay = state.retry_delay_s
         log.warning("pass for %s/%s failed (%s); retrying in %.0f s", *key, outcome.api_error, delay)
-        retries[key] = time.monotonic() + delay
+        state.retries[key] = time.monotonic() + delay
     else:
-        retries.pop(key, None)
+        state.retries.pop(key, None)
 
 
-async def _converge(memo: kopf.Memo, body: Mapping[str, Any], *, force: bool = False) -> None:
+async def _converge(state: OperatorState, body: Mapping[str, Any], *, force: bool = False) -> None:
     """The one entry to a full pass: under the supervisor's lock, from its newest known state, and only
     when something differs (`force`: a child was deleted, whatever the watches say)."""
-    reconciler = _reconciler(memo)
-    async with _lock(memo, supervisor_key(body)):
-        parent = _latest(memo, body)
-        owned = memo.watched.owned(parent)
+    reconciler = state.reconciler
+    async with _lock(state, supervisor_key(body)):
+        parent = _latest(state, body)
+        owned = state.watched.owned(parent)
         if not force and reconciler.settled(parent, owned):
             if reconciler.metrics is not None:
                 reconciler.metrics.passes.labels("settled").inc()
             return
-        await _full_pass(memo, parent, owned)
+        await _full_pass(state, parent, owned)
 
 
 @kopf.on.event(*RESOURCE)
@@ -154,23 +178,25 @@ async def supervisor_changed(event: kopf.RawEvent, body: kopf.Body, memo: kopf.M
     """Level-triggered: every event of a supervisor (created, changed, seen again after a restart, or
     its own status written) compares what is with what should be, and writes only the difference.
     Nothing of kopf's is stored on the object (no annotations, no finalizer)."""
-    watched: Watched = memo.watched
+    state = _state(memo)
+    watched = state.watched
     if event.get("type") == "DELETED":
         watched.supervisor_gone(supervisor_key(body))
         return
     watched.supervisor_seen(body)
     if body.metadata.get("deletionTimestamp"):
         return
-    await _converge(memo, body)
+    await _converge(state, body)
 
 
 @kopf.on.event("apps", "v1", "deployments", labels={MANAGED_BY: "fairway"})
 @kopf.on.event("v1", "configmaps", labels={MANAGED_BY: "fairway"})
 async def child_changed(event: kopf.RawEvent, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     """A child deleted or edited by hand comes back; our own applies never count as drift."""
-    watched: Watched = memo.watched
+    state = _state(memo)
+    watched = state.watched
     namespace, kind, name = str(body.metadata.namespace), str(body.get("kind")), str(body.metadata.name)
-    _reconciler(memo).seen(namespace, kind, name)
+    state.reconciler.seen(namespace, kind, name)
     deleted = event.get("type") == "DELETED"
     if deleted:
         watched.child_gone(namespace, kind, name)
@@ -184,10 +210,10 @@ async def child_changed(event: kopf.RawEvent, body: kopf.Body, memo: kopf.Memo, 
         return  # the supervisor is gone (garbage collection removes the child) or it is not ours
     if parent["metadata"].get("deletionTimestamp"):
         return
-    await _converge(memo, parent, force=deleted)
+    await _converge(state, parent, force=deleted)
 
 
-async def _balance_and_refresh(memo: kopf.Memo) -> None:
+async def _balance_and_refresh(state: OperatorState) -> None:
     """Every tick (a second): the scaling poll over every resized supervisor (one pipelined read per
     Redis, fairway_operator.scaling), and a full pass for each supervisor whose last one met an API
     error and is due again; every STATUS_INTERVAL_S: each supervisor's status pass.
@@ -196,23 +222,22 @@ async def _balance_and_refresh(memo: kopf.Memo) -> None:
     supervisors keep their intervals; one supervisor's trouble never holds up the others. The poll
     runs in a thread of its own, one at a time: a slow Redis delays the next poll, never stacks them.
     """
-    refreshed: dict[tuple[str, str], float] = memo.refreshed  # when each was last observed
-    reconciler = _reconciler(memo)
+    refreshed = state.refreshed
+    reconciler = state.reconciler
     scaler = Scaler(reconciler)
     pool = concurrent.futures.ThreadPoolExecutor(PASS_CONCURRENCY, thread_name_prefix="fairway-pass")
     poller = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="fairway-scale")
     loop = asyncio.get_running_loop()
     running: set[tuple[str, str]] = set()
     polling: asyncio.Future[Any] | None = None
-    retries: dict[tuple[str, str], float] = memo.retries
-
-    watched: Watched = memo.watched
+    retries = state.retries
+    watched = state.watched
     index = watched.supervisors
 
     async def visit(key: tuple[str, str], body: dict[str, Any]) -> None:
         try:
-            async with _lock(memo, key):
-                latest = _latest(memo, body)
+            async with _lock(state, key):
+                latest = _latest(state, body)
                 outcome = await loop.run_in_executor(
                     pool,
                     functools.partial(
@@ -220,7 +245,7 @@ async def _balance_and_refresh(memo: kopf.Memo) -> None:
                     ),
                 )
                 if outcome.status is not None:
-                    await _write_status(memo, latest, outcome.status)
+                    await _write_status(state, latest, outcome.status)
         except Exception as exc:
             log.warning("periodic pass for %s/%s failed: %s", key[0], key[1], exc)
         finally:
@@ -229,7 +254,7 @@ async def _balance_and_refresh(memo: kopf.Memo) -> None:
     tasks: set[asyncio.Task[None]] = set()
     try:
         while True:
-            await asyncio.sleep(getattr(memo, "loop_tick_s", LOOP_TICK_S))
+            await asyncio.sleep(state.loop_tick_s)
             now = time.monotonic()
             for key in watched.unconfirmed():  # listed at start-up, gone before the watch began
                 retries[key] = now
@@ -246,12 +271,12 @@ async def _balance_and_refresh(memo: kopf.Memo) -> None:
                     resized.append(Supervised(body, spec, watched.owned(body, "Deployment")))
                 if key in retries and retries[key] <= now and key not in running:
                     running.add(key)
-                    retries[key] = now + getattr(memo, "retry_delay_s", RETRY_DELAY_S)  # (again if it fails)
-                    task = asyncio.create_task(_retry(memo, running, body))
+                    retries[key] = now + state.retry_delay_s  # (again if it fails)
+                    task = asyncio.create_task(_retry(state, running, body))
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
                     continue
-                due_status = now - refreshed.get(key, 0) >= getattr(memo, "status_interval_s", STATUS_INTERVAL_S)
+                due_status = now - refreshed.get(key, 0) >= state.status_interval_s
                 if not due_status or key in running:
                     continue
                 running.add(key)
@@ -262,11 +287,11 @@ async def _balance_and_refresh(memo: kopf.Memo) -> None:
             reconciler.secrets.retain(named)
             if resized and (polling is None or polling.done()):
                 polling = loop.run_in_executor(poller, scaler.poll, resized)
-            for gone in (set(refreshed) | set(retries) | set(memo.statuses)) - set(index):
+            for gone in (set(refreshed) | set(retries) | set(state.statuses)) - set(index):
                 refreshed.pop(gone, None)
                 retries.pop(gone, None)
-                memo.statuses.pop(gone, None)
-                memo.locks.pop(gone, None)
+                state.statuses.pop(gone, None)
+                state.locks.pop(gone, None)
                 reconciler.forget(gone)
                 if reconciler.metrics is not None:
                     reconciler.metrics.forget(gone)
@@ -277,8 +302,8 @@ async def _balance_and_refresh(memo: kopf.Memo) -> None:
         poller.shutdown(wait=False, cancel_futures=True)
 
 
-async def _retry(memo: kopf.Memo, running: set[tuple[str, str]], body: dict[str, Any]) -> None:
+async def _retry(state: OperatorState, running: set[Key], body: dict[str, Any]) -> None:
     try:
-        await _converge(memo, body, force=True)
+        await _converge(state, body, force=True)
     finally:
         running.discard(supervisor_key(body))

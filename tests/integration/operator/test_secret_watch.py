@@ -94,7 +94,7 @@ async def test_a_secret_no_supervisor_names_stops_being_watched(
         await create(supervisor())
         await create(supervisor("billing", redis={"secretRef": {"name": "other-redis", "key": "url"}}))
         assert await eventually(depths("billing"), 10)
-        watches = thread.memo.reconciler.secrets  # type: ignore[attr-defined]
+        watches = thread.memo.state.reconciler.secrets  # type: ignore[attr-defined]
         assert watches.watched() == {(NS, "redis"), (NS, "other-redis")}
         custom, _, _ = api()
         await asyncio.to_thread(
