@@ -23,7 +23,6 @@ from fairway.plan.scaling import Planner, PoolSample, ScalingRules
 from fairway.queue.access.admin import Admin
 from fairway.queue.access.figures import QueueStats, TenantFigures
 from fairway.queue.access.inspector import Inspector
-from fairway.queue.access.tenant_settings import TenantSettingsStore
 from fairway.queue.connection import CONNECTION_ERRORS, RedisClient, connect
 from fairway.resource.manifests import ValidationReport, validate_spec
 from fairway.resource.spec import QueueSupervisorSpec
@@ -237,10 +236,7 @@ class Reconciler:
         try:
             client = self._redis(namespace, spec)
             if self._push_due((namespace, name), spec, client):
-                Admin(client).set_paused(spec.queues, spec.paused_queues)
-                if spec.tenants is not None:
-                    tenants = spec.tenants
-                    TenantSettingsStore(client).configure(tenants.queue_prefix, tenants.defaults, tenants.overrides)
+                Admin(client).push_spec(spec)
                 self._pushed[(namespace, name)] = (spec, client, time.monotonic())
             inspector = Inspector(client)
             stats = read_stats(inspector, spec)

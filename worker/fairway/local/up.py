@@ -30,7 +30,6 @@ from fairway.plan.worker_config import worker_settings
 from fairway.queue.access.admin import Admin
 from fairway.queue.access.figures import duration
 from fairway.queue.access.inspector import Inspector
-from fairway.queue.access.tenant_settings import TenantSettingsStore
 from fairway.queue.connection import CONNECTION_ERRORS, connect, redacted
 from fairway.queue.protocol.keys import served_name_of_group
 from fairway.resource.names import REDIS_URL_ENV
@@ -101,10 +100,7 @@ class Up:
         self.supervisors: list[LocalSupervisor] = []
         for name, spec in supervisors:
             client = connect(redis_url, spec.redis.cluster)
-            Admin(client).set_paused(spec.queues, spec.paused_queues)
-            if spec.tenants is not None:  # the resource's tenant settings, as the operator writes them
-                t = spec.tenants
-                TenantSettingsStore(client).configure(t.queue_prefix, t.defaults, t.overrides)
+            Admin(client).push_spec(spec)  # pauses and tenant settings, as the operator writes them
             replicas = initial_replicas(spec, {})
             local_pools = []
             for pool in pools(spec):

@@ -9,10 +9,12 @@ from dataclasses import dataclass, field
 
 from fairway.queue.access.figures import FailedJob
 from fairway.queue.access.producer import Producer
+from fairway.queue.access.tenant_settings import TenantSettingsStore
 from fairway.queue.connection import RedisClient, is_cluster
 from fairway.queue.protocol import calls
 from fairway.queue.protocol.job import JobError, check_tenant_id
 from fairway.queue.protocol.keys import DEFAULT_PREFIX, READY_FIELD, QueueKeys, TenantGroupKeys, family_keys
+from fairway.resource.spec import QueueSupervisorSpec
 
 
 @dataclass
@@ -59,6 +61,16 @@ class Admin:
                 else:
                     pipe.delete(key)
             pipe.execute()
+
+    def push_spec(self, spec: QueueSupervisorSpec) -> None:
+        """What a supervisor's spec asks Redis to hold: its paused queues, its tenant group's defaults and
+        overrides. The one copy the operator (on change, and every minute) and `fairway up` both call."""
+        self.set_paused(spec.queues, spec.paused_queues)
+        if spec.tenants is not None:
+            tenants = spec.tenants
+            TenantSettingsStore(self.client, self.prefix).configure(
+                tenants.queue_prefix, tenants.defaults, tenants.overrides
+            )
 
     def settle_failures(self, action: str, failures: Iterable[FailedJob]) -> Settled:
         """Retry or forget each failed job (`action`: "retry" or "forget"); a job that cannot be
