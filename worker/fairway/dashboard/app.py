@@ -44,11 +44,14 @@ class Settings:
         return bool(self.token) and not self.read_only
 
 
-def make_app(client: RedisClient, settings: Settings) -> web.Application:
-    board = Board(client)
-    app = web.Application()
+class Dashboard:
+    """The pages and actions over one Redis: one method per route, the middleware that guards them all."""
 
-    def render(request: web.Request, title: str, body: str) -> web.Response:
+    def __init__(self, board: Board, settings: Settings) -> None:
+        self.board = board
+        self.settings = settings
+
+    def render(self, request: web.Request, title: str, body: str) -> web.Response:
         if request.query.get("fragment") == "1":
             return web.Response(text=body, content_type="text/html")
         query = {k: v for k, v in request.query.items() if k != "msg"}
@@ -57,23 +60,25 @@ def make_app(client: RedisClient, settings: Settings) -> web.Application:
             title,
             request.path,
             body,
-            redis=redacted(settings.redis_url),
-            can_act=settings.can_act,
-            read_only=settings.read_only,
+            redis=redacted(self.settings.redis_url),
+            can_act=self.settings.can_act,
+            read_only=self.settings.read_only,
             fragment_url=fragment_url,
         )
         return web.Response(text=text, content_type="text/html")
 
-    async def off_loop(func: Callable[..., Any], *args: Any) -> Any:
+    async def off_loop(self, func: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.to_thread(func, *args)
 
-    async def overview(request: web.Request) -> web.Response:
-        data = await off_loop(board.overview)
-        workers = await off_loop(board.inspector.workers)
-        return render(request, "Overview", views.overview(data, workers, request.query.get("msg"), settings.can_act))
+    async def overview(self, request: web.Request) -> web.Response:
+        data = await self.off_loop(self.board.overview)
+        workers = await self.off_loop(self.board.inspector.workers)
+        return self.render(
+            request, "Overview", views.overview(data, workers, request.query.get("msg"), self.settings.can_act)
+        )
 
-    async def tenants(request: web.Request) -> web.Response:
-        names = await off_loop(board.names)
+    async def tenants(self, request: web.Request) -> web.Response:
+        names = await self.off_loop(self.board.names)
         groups = [n[1:] for n in names if is_group_name(n)]
         group = request.query.get("group") or (groups[0] if groups else DEFAULT_TENANT_PREFIX)
         if f"@{group}" not in names:
@@ -81,49 +86,55 @@ def make_app(client: RedisClient, settings: Settings) -> web.Application:
         sort = request.query.get("sort", "p99")
         sort = sort if sort in SORTS else "p99"
         search = request.query.get("q", "")[:64]
-        rows, matched = await off_loop(board.tenants, group, sort, search, TENANT_ROWS)
-        body = views.tenants(groups, group, rows, matched, sort, search, request.query.get("msg"), settings.can_act)
-        return render(request, "Tenants", body)
+        rows, matched = await self.off_loop(self.board.tenants, group, sort, search, TENANT_ROWS)
+        body = views.tenants(
+            groups, group, rows, matched, sort, search, request.query.get("msg"), self.settings.can_act
+        )
+        return self.render(request, "Tenants", body)
 
-    def filters_of(source: Any) -> dict[str, str]:
+    def filters_of(self, source: Any) -> dict[str, str]:
         return {k: str(source.get(k) or "")[:256] for k in ("queue", "handler", "tenant") if source.get(k)}
 
-    async def failed(request: web.Request) -> web.Response:
-        names = await off_loop(board.names)
-        filters = filters_of(request.query)
+    async def failed(self, request: web.Request) -> web.Response:
+        names = await self.off_loop(self.board.names)
+        filters = self.filters_of(request.query)
         served = [filters["queue"]] if filters.get("queue") in names else names
-        rows = await off_loop(board.failures, served, filters.get("handler"), filters.get("tenant"), FAILED_ROWS)
-        body = views.failed(names, filters, rows, request.query.get("msg"), settings.can_act)
-        return render(request, "Failed jobs", body)
+        rows = await self.off_loop(
+            self.board.failures, served, filters.get("handler"), filters.get("tenant"), FAILED_ROWS
+        )
+        body = views.failed(names, filters, rows, request.query.get("msg"), self.settings.can_act)
+        return self.render(request, "Failed jobs", body)
 
-    async def failed_job(request: web.Request) -> web.Response:
+    async def failed_job(self, request: web.Request) -> web.Response:
         served, job_id = request.query.get("queue", ""), request.query.get("id", "")
-        names = await off_loop(board.names)
-        found = await off_loop(board.failures, [served], None, None, None) if served in names else []
+        names = await self.off_loop(self.board.names)
+        found = await self.off_loop(self.board.failures, [served], None, None, None) if served in names else []
         job = next((f for f in found if f.id == job_id), None)
-        return render(request, "Failed job", views.failed_job(job, served, job_id, settings.can_act))
+        return self.render(request, "Failed job", views.failed_job(job, served, job_id, self.settings.can_act))
 
-    async def act(request: web.Request) -> web.Response:
+    async def act(self, request: web.Request) -> web.Response:
         verb = request.match_info["verb"]
         form = await request.post()
-        if not settings.can_act:
-            reason = "this dashboard is read-only" if settings.read_only or not settings.token else ""
-            return refuse(request, reason or "actions are off", 403)
+        if not self.settings.can_act:
+            reason = "this dashboard is read-only" if self.settings.read_only or not self.settings.token else ""
+            return self.refuse(request, reason or "actions are off", 403)
         given = request.headers.get(TOKEN_HEADER) or str(form.get("token") or "")
-        if not (settings.token and hmac.compare_digest(given.encode(), settings.token.encode())):
-            return refuse(request, "refused: this action needs the dashboard's token (enter it at the top right)", 403)
+        if not (self.settings.token and hmac.compare_digest(given.encode(), self.settings.token.encode())):
+            return self.refuse(
+                request, "refused: this action needs the dashboard's token (enter it at the top right)", 403
+            )
         try:
-            message = await off_loop(perform, verb, {k: str(v) for k, v in form.items()})
+            message = await self.off_loop(self.perform, verb, {k: str(v) for k, v in form.items()})
         except (ValueError, JobError) as exc:
-            return refuse(request, str(exc), 400)
+            return self.refuse(request, str(exc), 400)
         # Back to the page the action came from (its path only: never another site), with the outcome.
         back = urlsplit(request.headers.get("Referer", "/"))
         path = back.path if back.path.startswith("/") and not back.path.startswith("//") else "/"
         query = [(k, v) for k, v in parse_qsl(back.query) if k not in ("msg", "fragment")]
         raise web.HTTPSeeOther(path + "?" + urlencode([*query, ("msg", message)]))
 
-    def perform(verb: str, form: dict[str, str]) -> str:
-        names = board.names()
+    def perform(self, verb: str, form: dict[str, str]) -> str:
+        names = self.board.names()
         queue = form.get("queue", "")
         if verb in ("pause", "continue"):
             if queue not in names:
@@ -131,22 +142,22 @@ def make_app(client: RedisClient, settings: Settings) -> web.Application:
             tenant = form.get("tenant")
             if tenant and is_group_name(queue):
                 if verb == "pause":
-                    board.admin.pause_tenant(queue[1:], tenant)
+                    self.board.admin.pause_tenant(queue[1:], tenant)
                 else:
-                    board.admin.continue_tenant(queue[1:], tenant)
+                    self.board.admin.continue_tenant(queue[1:], tenant)
                 return f"tenant {tenant} of {queue}: {'paused' if verb == 'pause' else 'serving again'}"
-            (board.admin.pause if verb == "pause" else board.admin.resume)(queue)
+            (self.board.admin.pause if verb == "pause" else self.board.admin.resume)(queue)
             return f"{queue}: {'paused' if verb == 'pause' else 'serving again'}"
         if verb in ("tenant-set", "tenant-reset"):
-            return set_tenant(verb, form)
+            return self.set_tenant(verb, form)
         served = [queue] if queue in names else names
         if form.get("all") == "1":
-            chosen = board.failures(served, form.get("handler") or None, form.get("tenant") or None, None)
+            chosen = self.board.failures(served, form.get("handler") or None, form.get("tenant") or None, None)
         else:
-            chosen = [f for f in board.failures(served, None, None, None) if f.id == form.get("id")]
+            chosen = [f for f in self.board.failures(served, None, None, None) if f.id == form.get("id")]
             if not chosen:
                 raise ValueError(f"no failed job {form.get('id')!r} in {queue or 'any queue'}")
-        settled = board.admin.settle_failures(verb, chosen)
+        settled = self.board.admin.settle_failures(verb, chosen)
         noun = "failed job" if len(settled.done) == 1 else "failed jobs"
         message = f"{'retried' if verb == 'retry' else 'forgot'} {len(settled.done)} {noun}"
         if settled.refused:
@@ -154,13 +165,13 @@ def make_app(client: RedisClient, settings: Settings) -> web.Application:
             message += f"; {len(settled.refused)} kept, they cannot be enqueued as they are ({failure.id}: {reason})"
         return message
 
-    def set_tenant(verb: str, form: dict[str, str]) -> str:
+    def set_tenant(self, verb: str, form: dict[str, str]) -> str:
         """The tenants page's form: one tenant's run-time settings, as `fairway tenant set|reset` does."""
         group, tenant = form.get("group", ""), form.get("tenant", "").strip()
-        if f"@{group}" not in board.names():
+        if f"@{group}" not in self.board.names():
             raise ValueError(f"no tenant group @{group!r} is known")
         if verb == "tenant-reset":
-            board.tenant_settings.reset(group, tenant)
+            self.board.tenant_settings.reset(group, tenant)
             return f"tenant {tenant} of @{group}: run-time settings dropped"
         fields = {"weight": "weight", "max_in_flight": "max in flight", "rate": "rate", "burst": "burst"}
         given: dict[str, float] = {}
@@ -173,15 +184,15 @@ def make_app(client: RedisClient, settings: Settings) -> web.Application:
                     raise ValueError(f"{label}: {text!r} is not a number") from None
         if not given:
             raise ValueError("nothing to set: fill in weight, max in flight, rate or burst")
-        board.tenant_settings.set(group, tenant, checked_settings(**given))
+        self.board.tenant_settings.set(group, tenant, checked_settings(**given))
         return f"tenant {tenant} of @{group}: set"
 
-    def refuse(request: web.Request, reason: str, status: int) -> web.Response:
-        response = render(request, "Refused", views.refused(reason))
+    def refuse(self, request: web.Request, reason: str, status: int) -> web.Response:
+        response = self.render(request, "Refused", views.refused(reason))
         response.set_status(status)
         return response
 
-    async def static(request: web.Request) -> web.Response:
+    async def static(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
         if name not in ("fairway.js", "fairway.css"):
             raise web.HTTPNotFound()
@@ -189,17 +200,17 @@ def make_app(client: RedisClient, settings: Settings) -> web.Application:
         kind = "application/javascript" if name.endswith(".js") else "text/css"
         return web.Response(text=text, content_type=kind, headers={"Cache-Control": "max-age=300"})
 
-    async def healthz(_: web.Request) -> web.Response:
+    async def healthz(self, _: web.Request) -> web.Response:
         return web.Response(text="ok")
 
     @web.middleware
     async def secure_headers(
-        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
         try:
             response = await handler(request)
         except CONNECTION_ERRORS as exc:  # Redis went away: say so, keep serving, recover when it is back
-            response = render(
+            response = self.render(
                 request,
                 "Redis unreachable",
                 views.refused(f"Redis is unreachable ({type(exc).__name__}); retrying on the next refresh"),
@@ -212,12 +223,16 @@ def make_app(client: RedisClient, settings: Settings) -> web.Application:
         response.headers.setdefault("Referrer-Policy", "same-origin")
         return response
 
-    app.middlewares.append(secure_headers)
-    app.router.add_get("/", overview)
-    app.router.add_get("/tenants", tenants)
-    app.router.add_get("/failed", failed)
-    app.router.add_get("/failed/job", failed_job)
-    app.router.add_post("/actions/{verb:retry|forget|pause|continue|tenant-set|tenant-reset}", act)
-    app.router.add_get("/static/{name}", static)
-    app.router.add_get("/healthz", healthz)
+
+def make_app(client: RedisClient, settings: Settings) -> web.Application:
+    dashboard = Dashboard(Board(client), settings)
+    app = web.Application()
+    app.middlewares.append(dashboard.secure_headers)
+    app.router.add_get("/", dashboard.overview)
+    app.router.add_get("/tenants", dashboard.tenants)
+    app.router.add_get("/failed", dashboard.failed)
+    app.router.add_get("/failed/job", dashboard.failed_job)
+    app.router.add_post("/actions/{verb:retry|forget|pause|continue|tenant-set|tenant-reset}", dashboard.act)
+    app.router.add_get("/static/{name}", dashboard.static)
+    app.router.add_get("/healthz", dashboard.healthz)
     return app
