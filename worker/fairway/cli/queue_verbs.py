@@ -170,16 +170,18 @@ def cmd_pause(args: argparse.Namespace) -> int:
     unknown = [n for n in args.names if n not in known]
     if args.tenant and group not in known:
         unknown.append(group)
-    elif args.tenant and pausing:
-        unknown += [f"tenant {t}" for t in inspector.unseen_tenants(args.prefix, args.tenant)]
-    if unknown and not args.force:
+    unseen = inspector.unseen_tenants(args.prefix, args.tenant) if args.tenant and pausing and group in known else []
+    if (unknown or unseen) and not args.force:
         for name in unknown:
             print(
                 f"{verb}: no queue or tenant group {name!r} has had jobs or workers (known: "
                 f"{', '.join(known) or 'none'}){tenant_hint(name, known)}; check the name, or pass --force "
-                "to pause it before its first job"
-                if not name.startswith("tenant ")
-                else f"{verb}: {name} of {group} has had no jobs in the last hour (`fairway tenants` lists "
+                "to pause it before its first job",
+                file=sys.stderr,
+            )
+        for tenant in unseen:
+            print(
+                f"{verb}: tenant {tenant} of {group} has had no jobs in the last hour (`fairway tenants` lists "
                 "the active ones); check the id, or pass --force to pause it before its first job",
                 file=sys.stderr,
             )

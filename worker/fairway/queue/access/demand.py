@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from fairway.queue.access.figures import QueueStats
-from fairway.queue.access.inspector import Inspector, age_s
+from fairway.queue.access.inspector import age_s, ready_since
 from fairway.queue.connection import RedisClient, is_cluster
 from fairway.queue.protocol import calls
 from fairway.queue.protocol.job import now_ms
@@ -68,7 +68,7 @@ class DemandReader:
             else (k.attempts, "", None)
             for name, _, head, _, _ in read
         ]
-        since = Inspector(self.client, self.prefix).ready_since(heads)
+        since = ready_since(self.client, heads)
         now = now_ms()
         return {
             name: QueueStats(name, int(ready), int(reserved), 0, 0, False, age_s(at, now), int(due))

@@ -105,44 +105,24 @@ class Inspector:
                 pipe.zcount(k.delayed, "-inf", asked)
             raw = iter(pipe.execute())
         now = now_ms()
-        rows: list[tuple[str, Any, Any, list[Any]]] = []
-        heads: list[tuple[str, str, bytes | None]] = []  # plain queues' heads: their age is read below
+        rows = []  # (queue, ready, its head (None for a group), the group's oldest age, the five counts)
         for queue in queues:
             if is_group_name(queue):
                 tenants = {t.decode() for part in (next(raw), next(raw), next(raw)) for t in part}
-                ready, oldest = self.group_backlog(queue, tenants, now)
+                ready, group_age = self.group_backlog(queue, tenants, now)
+                head = None
             else:
-                ready, oldest = next(raw), len(heads)
-                heads.append((family_keys(self.prefix, queue).attempts, "", next(raw)))
-            rows.append((queue, ready, oldest, [next(raw) for _ in range(5)]))
-        ages = [age_s(since, now) for since in self.ready_since(heads)]
+                ready, head, group_age = next(raw), next(raw), None
+            rows.append((queue, ready, head, group_age, [next(raw) for _ in range(5)]))
+        heads = [(family_keys(self.prefix, queue).attempts, "", head) for queue, _, head, _, _ in rows]
         out = []
-        for queue, ready, oldest, (reserved, delayed, failed, paused, due) in rows:
-            age = oldest if is_group_name(queue) else ages[oldest]
+        for (queue, ready, _, group_age, counts), since in zip(rows, ready_since(self.client, heads), strict=True):
+            reserved, delayed, failed, paused, due = counts
+            age = group_age if is_group_name(queue) else age_s(since, now)
             out.append(
                 QueueStats(queue, int(ready), int(reserved), int(delayed), int(failed), bool(paused), age, int(due))
             )
         return out
-
-    def ready_since(self, heads: Sequence[tuple[str, str, bytes | None]]) -> list[int | None]:
-        """When each ready job (attempts hash, job-key prefix, document) became ready: the time it was
-        handed back (lib.lua's mark_ready: end of a backoff, a retry by hand, a lost worker), else its
-        document's due or enqueue time; None for no job or a document that is not one. One pipelined
-        round trip for them all; a job's age, like its wait, never counts its own backoff."""
-        jobs: list[Job | None] = []
-        for _, _, head in heads:
-            try:
-                jobs.append(None if head is None else decode(head))
-            except JobError:
-                jobs.append(None)
-        if not any(jobs):
-            return [None] * len(heads)
-        with self.client.pipeline(transaction=False) as pipe:
-            for (attempts, key_prefix, _), job in zip(heads, jobs, strict=True):
-                if job is not None:
-                    pipe.hget(attempts, f"{key_prefix}{job.id}{READY_FIELD}")
-            marks = iter(pipe.execute())
-        return [None if job is None else _int_or(next(marks), job.ready_since_ms) for job in jobs]
 
     def group_backlog(self, served_name: str, tenants: Iterable[str], now: int) -> tuple[int, float | None]:
         """Ready jobs across a tenant group (the lengths of these tenants' lists) and the age of the
@@ -156,7 +136,7 @@ class Inspector:
                 pipe.lindex(g.tenant(tenant), 0)
             replies = pipe.execute()
         heads = [(g.attempts, f"{tenant}\t", head) for tenant, head in zip(order, replies[1::2], strict=True)]
-        ages = [age for age in (age_s(since, now) for since in self.ready_since(heads)) if age is not None]
+        ages = [age for age in (age_s(since, now) for since in ready_since(self.client, heads)) if age is not None]
         return sum(int(n) for n in replies[::2]), max(ages, default=None)
 
     def unseen_tenants(self, queue_prefix: str, tenants: list[str]) -> list[str]:
@@ -306,8 +286,30 @@ class Runs:
         return quantile_ms(self.waits, q)
 
 
+def ready_since(client: RedisClient, heads: Sequence[tuple[str, str, bytes | None]]) -> list[int | None]:
+    """When each ready job (attempts hash, job-key prefix, document) became ready: the time it was
+    handed back (lib.lua's mark_ready: end of a backoff, a retry by hand, a lost worker), else its
+    document's due or enqueue time; None for no job or a document that is not one. One pipelined
+    round trip for them all (none when no head is a job); a job's age, like its wait, never counts
+    its own backoff."""
+    jobs: list[Job | None] = []
+    for _, _, head in heads:
+        try:
+            jobs.append(None if head is None else decode(head))
+        except JobError:
+            jobs.append(None)
+    if not any(jobs):
+        return [None] * len(heads)
+    with client.pipeline(transaction=False) as pipe:
+        for (attempts, key_prefix, _), job in zip(heads, jobs, strict=True):
+            if job is not None:
+                pipe.hget(attempts, f"{key_prefix}{job.id}{READY_FIELD}")
+        marks = iter(pipe.execute())
+    return [None if job is None else _int_or(next(marks), job.ready_since_ms) for job in jobs]
+
+
 def age_s(since: int | None, now: int) -> float | None:
-    """How long a job has been ready (seconds), from `Inspector.ready_since`; None for no job, or a
+    """How long a job has been ready (seconds), from `ready_since`; None for no job, or a
     document that said nothing (decoding is total and bounded: a poison document cannot break a read)."""
     return max(0.0, (now - since) / 1000) if since else None
 
