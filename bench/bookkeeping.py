@@ -22,6 +22,8 @@ from fairway.queue.connection import connect
 from fairway.queue.protocol.context import JobContext, enter, leave
 from fairway.queue.runtime.fetch import StandaloneFetcher
 from fairway.queue.runtime.metrics import WorkerMetrics
+from fairway.queue.runtime.runner import Runner
+from fairway.queue.runtime.slots import Slots
 from fairway.resource.worker_settings import WorkerSettings
 from support.redis_procs import RedisProcess
 
@@ -45,7 +47,7 @@ def round_trip_us(url: str, jobs: int = 20_000) -> float:
 
 
 def main() -> None:
-    metrics = WorkerMetrics(["noop"], lambda: 0, lambda: 1)
+    metrics = WorkerMetrics(["noop"], Slots(WorkerSettings(queues=["default"]), Runner(1, time.monotonic, 1.0)))
     tally = RunTally()
 
     def context() -> None:

@@ -171,7 +171,9 @@ class Subjects:
         self.r = redis.Redis.from_url(direct)
 
     def env(self, url: str) -> dict[str, str]:
-        return {**os.environ, "BENCH_REDIS_URL": url, "PYTHONPATH": str(ROOT)}
+        # (a PYTHONPATH given to this run goes first: bench/before_after.py runs another checkout's worker)
+        paths = [p for p in (os.environ.get("PYTHONPATH"), str(ROOT)) if p]
+        return {**os.environ, "BENCH_REDIS_URL": url, "PYTHONPATH": os.pathsep.join(paths)}
 
     def fairway(self, url: str, n: int, jobs: int, sleep: bool) -> Drained:
         from fairway.queue.access.client import Client

@@ -154,6 +154,9 @@ def main() -> None:
     )
     parser.add_argument("--quiet", type=float, default=30.0, help="seconds of nothing changing, writes counted")
     parser.add_argument("--timeout", type=float, default=900.0, help="give up on a phase after this long")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="results file (default bench/results/operator_scale*.json)"
+    )
     args = parser.parse_args()
     results = []
     for n in args.supervisors:
@@ -161,7 +164,7 @@ def main() -> None:
         results.append(result)
         print(json.dumps(result, indent=2), flush=True)
     suffix = "" if args.per_namespace == 10 else f"-{args.per_namespace}-per-namespace"
-    out = Path(__file__).parent / "results" / f"operator_scale{suffix}.json"
+    out = args.out or Path(__file__).parent / "results" / f"operator_scale{suffix}.json"
     out.write_text(json.dumps({"server": args.kubeconfig or "kmock emulator", "runs": results}, indent=2) + "\n")
 
 

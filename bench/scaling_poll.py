@@ -12,6 +12,7 @@ points nowhere to prove it.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import statistics
 import sys
 import time
@@ -25,6 +26,7 @@ import kubernetes  # noqa: E402
 from fairway_operator.kube import Kube  # noqa: E402
 from fairway_operator.reconcile import Reconciler  # noqa: E402
 from fairway_operator.scaling import Scaler, Supervised  # noqa: E402
+from fairway_operator.secret_watch import SecretWatches  # noqa: E402
 from support.redis_procs import RedisProcess  # noqa: E402
 
 
@@ -58,8 +60,9 @@ def main() -> None:
     server = RedisProcess().start()
     try:
         api = kubernetes.client.ApiClient(kubernetes.client.Configuration(host="http://127.0.0.1:9"))
-        reconciler = Reconciler(Kube(api))
-        scaler = Scaler(reconciler)
+        # (the supervisors name their Redis by URL: no Secret is ever followed)
+        reconciler = Reconciler(Kube(api), SecretWatches(api, asyncio.new_event_loop()))
+        scaler = Scaler(reconciler.kube, reconciler.autoscalers, reconciler, reconciler.scaled)
         bodies = [body(i, server.url) for i in range(args.supervisors)]
         owned = [deployments(i) for i in range(args.supervisors)]
         cpu = []

@@ -22,6 +22,7 @@ from typing import Any
 import kopf
 from kubernetes.client import ApiException
 
+from fairway.plan.autoscaler import POLL_S
 from fairway.resource.spec import API_GROUP, API_VERSION, PLURAL
 from fairway_operator.desired import DEFAULT_IMAGE, MANAGED_BY
 from fairway_operator.kube import Kube
@@ -33,7 +34,7 @@ from fairway_operator.watched import Watched, owner_of, supervisor_key
 
 log = logging.getLogger("fairway.operator")
 RESOURCE = (API_GROUP, API_VERSION, PLURAL)
-LOOP_TICK_S = 1.0
+LOOP_TICK_S = POLL_S  # the scaling poll steps every autoscaler this often, as `fairway up` and the simulator do
 STATUS_INTERVAL_S = 10.0
 PASS_CONCURRENCY = 16
 RETRY_DELAY_S = 10.0  # a full pass that met an API error runs again after this long
@@ -224,7 +225,7 @@ async def _balance_and_refresh(state: OperatorState) -> None:
     """
     refreshed = state.refreshed
     reconciler = state.reconciler
-    scaler = Scaler(reconciler)
+    scaler = Scaler(reconciler.kube, reconciler.autoscalers, reconciler, reconciler.scaled)
     pool = concurrent.futures.ThreadPoolExecutor(PASS_CONCURRENCY, thread_name_prefix="fairway-pass")
     poller = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="fairway-scale")
     loop = asyncio.get_running_loop()

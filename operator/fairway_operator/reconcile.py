@@ -17,9 +17,10 @@ from typing import Any
 
 from kubernetes.client import ApiException
 
-from fairway.plan.load import pool_samples, read_stats, served_names
+from fairway.plan.autoscaler import Autoscalers
+from fairway.plan.load import pool_samples, served_names
 from fairway.plan.pools import initial_replicas
-from fairway.plan.scaling import Planner, PoolSample, ScalingRules
+from fairway.plan.scaling import PoolSample
 from fairway.queue.access.admin import Admin
 from fairway.queue.access.figures import QueueStats, TenantFigures
 from fairway.queue.access.inspector import Inspector
@@ -31,7 +32,8 @@ from fairway_operator.desired import DEFAULT_IMAGE, POOL_KEY, PoolChildren, all_
 from fairway_operator.drift import drifted
 from fairway_operator.kube import Kube, names_of
 from fairway_operator.metrics import OperatorMetrics
-from fairway_operator.report import Observations, PoolObservation, Scaled, build_status, parse_status
+from fairway_operator.report import Observations, PoolObservation, build_status, parse_status
+from fairway_operator.scaling import ScaledLog
 from fairway_operator.secret_watch import SecretUnreadable, SecretWatches
 
 REDIS_ERRORS: tuple[type[BaseException], ...] = (*CONNECTION_ERRORS, OSError)
@@ -125,33 +127,6 @@ class SpecCache:
         return [c if c.replicas == wanted[c.pool.name] else c.with_replicas(wanted[c.pool.name]) for c in found]
 
 
-class Planners:
-    """One planner per supervisor: its memory of recent demand, which the stability windows need.
-    Rebuilt when the supervisor's scaling rules or pools change; the Deployments' replicas stay the
-    truth (a planner whose pool was resized by someone else starts from the new size)."""
-
-    def __init__(self) -> None:
-        self._planners: dict[tuple[str, str, str | None], tuple[tuple[Any, ...], Planner]] = {}
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[str, str, str | None], spec: QueueSupervisorSpec, current: Mapping[str, int]) -> Planner:
-        rules = ScalingRules.from_spec(spec)
-        signature = (rules, tuple(sorted(current)))
-        with self._lock:
-            found = self._planners.get(key)
-            if found is None or found[0] != signature:
-                found = (signature, Planner(rules, current))
-                self._planners[key] = found
-        planner = found[1]
-        planner.sync(current)
-        return planner
-
-    def forget(self, namespace: str, name: str) -> None:
-        with self._lock:
-            for key in [k for k in self._planners if k[:2] == (namespace, name)]:
-                del self._planners[key]
-
-
 class Reconciler:
     def __init__(
         self,
@@ -170,11 +145,8 @@ class Reconciler:
         self.default_image = default_image
         self.metrics = metrics
         self.specs = SpecCache()
-        self.planners = Planners()
-        # Per supervisor, from the status pass (every 10 s): for the scaling poll, which reads demand only.
-        self.runtimes: dict[tuple[str, str], dict[str, float | None]] = {}
-        self._scaled: dict[tuple[str, str], dict[str, Scaled]] = {}
-        self._scaled_lock = threading.Lock()
+        self.autoscalers = Autoscalers()  # stepped by the scaling poll (scaling.Scaler)
+        self.scaled = ScaledLog()  # what the scaling poll changed, for the next status pass
         self._pushed: dict[tuple[str, str], tuple[QueueSupervisorSpec, RedisClient, float]] = {}
         # Children applied whose watch event has not come back yet: (namespace, kind, name) -> what was
         # applied. A pass that runs before the watch catches up does not apply them again.
@@ -189,15 +161,6 @@ class Reconciler:
     def redis_client(self, namespace: str, spec: QueueSupervisorSpec) -> RedisClient:
         return self._redis(namespace, spec)
 
-    def record_scaled(self, key: tuple[str, str], pool: str, when: str, message: str) -> None:
-        """A change the scaling poll made, for the next status pass to show."""
-        with self._scaled_lock:
-            self._scaled.setdefault(key, {})[pool] = Scaled(when, message)
-
-    def take_scaled(self, key: tuple[str, str]) -> dict[str, Scaled]:
-        with self._scaled_lock:
-            return self._scaled.pop(key, {})
-
     def redis_url(self, namespace: str, spec: QueueSupervisorSpec) -> str:
         if spec.redis.url:
             return spec.redis.url
@@ -209,11 +172,10 @@ class Reconciler:
 
     def forget(self, key: tuple[str, str]) -> None:
         """A supervisor is gone: drop what was kept for it."""
-        self.planners.forget(*key)
+        self.autoscalers.forget(key)
         self.specs.forget(*key)
-        self.runtimes.pop(key, None)
         self._pushed.pop(key, None)
-        self.take_scaled(key)
+        self.scaled.take(key)
 
     def _push_due(self, key: tuple[str, str], spec: QueueSupervisorSpec, client: RedisClient) -> bool:
         """(The spec object is SpecCache's, one per distinct spec: another object is another spec.)"""
@@ -239,7 +201,8 @@ class Reconciler:
                 Admin(client).push_spec(spec)
                 self._pushed[(namespace, name)] = (spec, client, time.monotonic())
             inspector = Inspector(client)
-            stats = read_stats(inspector, spec)
+            names = served_names(spec)
+            stats = inspector.stats(names) if names else []
             figures = inspector.tenant_figures(spec.tenants.queue_prefix) if spec.tenants else None
             return stats, figures, None
         except REDIS_ERRORS as exc:
@@ -332,18 +295,13 @@ class Reconciler:
         spec = report.spec
         api_error = None
         pool_obs: list[PoolObservation] = []
-        scaled = self.take_scaled((namespace, name))
+        scaled = self.scaled.take((namespace, name))
         try:
             deployments = [o for o in owned if o["kind"] == "Deployment"]
             current = replicas_by_pool(deployments)
             ready = {o["metadata"]["name"]: (o.get("status") or {}).get("availableReplicas") or 0 for o in deployments}
             stats, figures, redis_error = self.observe_redis(namespace, name, spec)
             samples: dict[str, PoolSample] = pool_samples(spec, stats) if stats is not None else {}
-            if stats is not None and spec.policy.resized:
-                # The scaling poll reads demand only; runtimes (the `time` strategy's weights and
-                # targetWait's sizing) come from here.
-                inspector = Inspector(self._redis(namespace, spec))
-                self.runtimes[(namespace, name)] = inspector.average_runtimes_ms(served_names(spec))
             children = self.specs.children(body, spec, self.default_image, current)
             if apply:
                 self._apply(namespace, meta.get("uid"), children, owned)

@@ -1,33 +1,69 @@
-"""The operator's scaling poll: every second, every resized supervisor's demand in one pipelined
-round trip per Redis, the planner stepped, and only the pools that change patched.
+"""The operator's scaling poll: every POLL_S, every resized supervisor's demand in one pipelined
+round trip per Redis, its autoscaler stepped (fairway.plan.autoscaler, the same one `fairway up` and
+`fairway simulate` step), and the changes carried out here: Kubernetes effects only.
 
 A scale-down first sets `controller.kubernetes.io/pod-deletion-cost` on the pool's pods from the busy
 slots their workers report in their heartbeats (a pod with no live worker, or an idle one, costs
-0), so the ReplicaSet controller removes idle pods before busy ones. Each change emits one Event
-(reason `Scaled`) on the QueueSupervisor. A supervisor whose Redis cannot be read is held where it is:
-no decision is made on missing figures (the status pass says why in its Degraded condition).
+0), so the ReplicaSet controller removes idle pods before busy ones. Each change is patched, emits one
+Event (reason `Scaled`) on the QueueSupervisor and is kept for the next status pass. A supervisor whose
+Redis cannot be read is held where it is: no decision is made on missing figures (the status pass
+says why in its Degraded condition).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-from fairway.plan.load import pool_samples, served_names
+from fairway.plan.autoscaler import Autoscaler, Autoscalers
 from fairway.plan.scaling import Change
 from fairway.queue.access.demand import DemandReader
+from fairway.queue.access.figures import QueueStats
 from fairway.queue.access.inspector import Inspector
 from fairway.queue.connection import RedisClient
 from fairway.resource.spec import QueueSupervisorSpec
 from fairway_operator.conditions import now_iso
 from fairway_operator.desired import POOL_KEY, SUPERVISOR_LABEL, pool_selector
+from fairway_operator.kube import Kube
+from fairway_operator.report import Scaled
 from fairway_operator.watched import supervisor_key
 
 log = logging.getLogger("fairway.operator")
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+
+
+class RedisSource(Protocol):
+    """Where a supervisor's Redis client comes from (the reconciler's shared views)."""
+
+    def redis_client(self, namespace: str, spec: QueueSupervisorSpec) -> RedisClient: ...
+
+
+class DemandSource(Protocol):
+    """One Redis's demand and runtimes (a DemandReader)."""
+
+    def read(self, names: Iterable[str]) -> dict[str, QueueStats]: ...
+
+    def runtimes(self, names: Sequence[str]) -> dict[str, float | None]: ...
+
+
+class ScaledLog:
+    """The changes the poll made, per supervisor and pool, for the next status pass to show."""
+
+    def __init__(self) -> None:
+        self._scaled: dict[tuple[str, str], dict[str, Scaled]] = {}
+        self._lock = threading.Lock()
+
+    def record(self, key: tuple[str, str], pool: str, when: str, message: str) -> None:
+        with self._lock:
+            self._scaled.setdefault(key, {})[pool] = Scaled(when, message)
+
+    def take(self, key: tuple[str, str]) -> dict[str, Scaled]:
+        with self._lock:
+            return self._scaled.pop(key, {})
 
 
 @dataclass(frozen=True)
@@ -41,6 +77,16 @@ class Supervised:
     @property
     def key(self) -> tuple[str, str]:
         return supervisor_key(self.body)
+
+    @property
+    def namespace(self) -> str:
+        return str(self.body["metadata"].get("namespace", "default"))
+
+    @property
+    def uid(self) -> str | None:
+        """Its identity: a supervisor deleted and created again under its name is another one."""
+        uid = self.body["metadata"].get("uid")
+        return None if uid is None else str(uid)
 
     def replicas(self) -> dict[str, int]:
         return {_pool_of(d): (d.get("spec") or {}).get("replicas") or 0 for d in self.deployments}
@@ -76,69 +122,90 @@ def deletion_costs(pods: Sequence[Mapping[str, Any]], beats: Sequence[Mapping[st
 
 
 class Scaler:
-    def __init__(self, reconciler: Any, clock: Callable[[], float] = time.monotonic) -> None:
-        self.reconciler = reconciler  # (fairway_operator.reconcile.Reconciler: its Kube, Redis views, planners)
+    def __init__(
+        self,
+        kube: Kube,
+        autoscalers: Autoscalers,
+        redis: RedisSource,
+        scaled: ScaledLog,
+        clock: Callable[[], float] = time.monotonic,
+        demand_of: Callable[[RedisClient], DemandSource] = DemandReader,
+    ) -> None:
+        self.kube = kube
+        self.autoscalers = autoscalers
+        self.redis = redis
+        self.scaled = scaled
         self.clock = clock
-        self._readers: dict[int, DemandReader] = {}
+        self.demand_of = demand_of  # one reader per Redis, kept between polls (its scripts)
+        self._readers: dict[int, tuple[RedisClient, DemandSource]] = {}
 
     def poll(self, supervised: Sequence[Supervised]) -> list[tuple[tuple[str, str], Change]]:
         """One poll over every resized supervisor; the changes made."""
         groups: dict[int, tuple[RedisClient, list[Supervised]]] = {}
         for sup in supervised:
             try:
-                client = self.reconciler.redis_client(sup.body["metadata"].get("namespace", "default"), sup.spec)
+                client = self.redis.redis_client(sup.namespace, sup.spec)
             except Exception as exc:  # a Secret that cannot be read: held; the status pass says why
                 log.debug("no Redis for %s/%s: %s", *sup.key, exc)
                 continue
             groups.setdefault(id(client), (client, []))[1].append(sup)
         made: list[tuple[tuple[str, str], Change]] = []
         for client, members in groups.values():
+            scalers = [(sup, self.autoscalers.get(sup.key, sup.spec, sup.replicas(), sup.uid)) for sup in members]
             try:
-                reader = self._readers.get(id(client))
-                if reader is None or reader.client is not client:
-                    reader = self._readers[id(client)] = DemandReader(client)
-                rows = reader.read([n for sup in members for n in served_names(sup.spec)])
+                reader = self._reader(client)
+                rows = reader.read([n for _, a in scalers for n in a.served])
+                now = self.clock()
+                self._note_runtimes(reader, [a for _, a in scalers if a.runtimes_due(now)], now)
             except Exception as exc:  # Redis down: no decision on missing figures
                 log.debug("demand poll failed: %s", exc)
                 continue
-            now = self.clock()
-            for sup in members:
+            for sup, autoscaler in scalers:
                 try:
-                    made += [(sup.key, c) for c in self._step(sup, client, rows, now)]
+                    made += [(sup.key, c) for c in self._step(sup, autoscaler, client, rows, now)]
                 except Exception as exc:
                     log.warning("scaling %s/%s failed: %s", *sup.key, exc)
         return made
 
-    def _step(self, sup: Supervised, client: RedisClient, rows: Mapping[str, Any], now: float) -> list[Change]:
-        namespace, name = sup.key
-        stats = [rows[n] for n in served_names(sup.spec) if n in rows]
-        starting = sup.starting()
-        samples = {
-            pool: replace(sample, starting=starting.get(pool, 0))
-            for pool, sample in pool_samples(sup.spec, stats, self.reconciler.runtimes.get(sup.key)).items()
-        }
-        current = sup.replicas()
-        planner = self.reconciler.planners.get((namespace, name, sup.body["metadata"].get("uid")), sup.spec, current)
-        changes = [c for c in planner.step(now, samples) if sup.deployment_of(c.pool)]
+    def _reader(self, client: RedisClient) -> DemandSource:
+        found = self._readers.get(id(client))
+        if found is None or found[0] is not client:
+            found = self._readers[id(client)] = (client, self.demand_of(client))
+        return found[1]
+
+    @staticmethod
+    def _note_runtimes(reader: DemandSource, due: Sequence[Autoscaler], now: float) -> None:
+        """The runtimes of every autoscaler due to read them, in one read of their names."""
+        if not due:
+            return
+        runtimes = reader.runtimes(sorted({n for a in due for n in a.served}))
+        for autoscaler in due:
+            autoscaler.note_runtimes({n: runtimes.get(n) for n in autoscaler.served}, now)
+
+    def _step(
+        self, sup: Supervised, autoscaler: Autoscaler, client: RedisClient, rows: Mapping[str, QueueStats], now: float
+    ) -> list[Change]:
+        stats = [rows[n] for n in autoscaler.served if n in rows]
+        decided = autoscaler.poll(autoscaler.demand(stats), sup.replicas(), sup.starting(), now)
+        changes = [c for c in decided if sup.deployment_of(c.pool)]
         if any(c.after < c.before for c in changes):
-            self._spare_busy_pods(namespace, sup, client, [c.pool for c in changes if c.after < c.before])
-        kube = self.reconciler.kube
+            self._spare_busy_pods(sup, client, [c.pool for c in changes if c.after < c.before])
         for change in changes:
             deployment = sup.deployment_of(change.pool)
             assert deployment is not None
-            kube.scale(namespace, deployment, change.after)
-            self.reconciler.record_scaled(sup.key, change.pool, now_iso(), change.message)
+            self.kube.scale(sup.namespace, deployment, change.after)
+            self.scaled.record(sup.key, change.pool, now_iso(), change.message)
             try:
-                kube.event(sup.body, "Scaled", change.message)
+                self.kube.event(sup.body, "Scaled", change.message)
             except Exception as exc:  # an Event is for people; the change itself has been made
-                log.warning("could not post the Scaled event for %s/%s: %s", namespace, name, exc)
+                log.warning("could not post the Scaled event for %s/%s: %s", *sup.key, exc)
         return changes
 
-    def _spare_busy_pods(self, namespace: str, sup: Supervised, client: RedisClient, pools: Sequence[str]) -> None:
+    def _spare_busy_pods(self, sup: Supervised, client: RedisClient, pools: Sequence[str]) -> None:
         """Before lowering these pools' replicas: each of their pods' deletion cost from its workers'
         busy slots (idle pods cheapest), so the ReplicaSet controller removes idle pods first."""
         beats = Inspector(client).workers()
-        kube = self.reconciler.kube
+        kube, namespace = self.kube, sup.namespace
         for pool in pools:
             deployment = next(d for d in sup.deployments if _pool_of(d) == pool)
             labels = deployment["metadata"].get("labels") or {}

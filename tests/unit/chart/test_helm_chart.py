@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -248,9 +249,13 @@ def exported_names() -> set[str]:
     from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 
     from fairway.queue.runtime.metrics import WorkerMetrics
+    from fairway.queue.runtime.runner import Runner
+    from fairway.queue.runtime.slots import Slots
+    from fairway.resource.worker_settings import WorkerSettings
     from fairway_operator.metrics import OperatorMetrics
 
-    families = [*WorkerMetrics([], lambda: 0, lambda: 0).collect(), *OperatorMetrics().registry.collect()]
+    slots = Slots(WorkerSettings(queues=["default"]), Runner(1, time.monotonic, 1.0))
+    families = [*WorkerMetrics([], slots).collect(), *OperatorMetrics().registry.collect()]
     names = set()
     for family in families:
         if isinstance(family, CounterMetricFamily) or family.type == "counter":

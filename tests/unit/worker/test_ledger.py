@@ -12,13 +12,20 @@ class Outage(Exception):
     pass
 
 
+class Settled(list[Reservation]):
+    """The ledger's listener, keeping what it was told."""
+
+    def settled(self, reservation: Reservation) -> None:
+        self.append(reservation)
+
+
 def job(n: int) -> Reservation:
     return Reservation("default", f'{{"id":"j{n}"}}'.encode(), 1)
 
 
 def test_acks_leave_only_when_their_call_returned() -> None:
-    settled: list[Reservation] = []
-    ledger = Ledger(settled.append)
+    settled = Settled()
+    ledger = Ledger(settled)
     ledger.ack(job(1), 0)
     ledger.ack(job(2), 0)
     sent = ledger.take_acks()
@@ -30,8 +37,8 @@ def test_acks_leave_only_when_their_call_returned() -> None:
 
 
 def test_two_calls_on_the_wire_settle_in_either_order_and_a_failed_one_gives_its_acks_back_first() -> None:
-    settled: list[Reservation] = []
-    ledger = Ledger(settled.append)
+    settled = Settled()
+    ledger = Ledger(settled)
     ledger.ack(job(1), 0)
     first = ledger.take_acks()
     ledger.ack(job(2), 0)
@@ -60,8 +67,8 @@ def test_a_failed_call_keeps_every_ack() -> None:
 
 def test_settles_are_written_in_order_and_a_failing_one_stays_with_those_after_it() -> None:
     written: list[int] = []
-    settled: list[Reservation] = []
-    ledger = Ledger(settled.append)
+    settled = Settled()
+    ledger = Ledger(settled)
     down = {"now": True}
 
     def write(n: int) -> None:

@@ -38,7 +38,7 @@ class RedisSide:
     def fail(self, reservation: Reservation, job_id: str, record: dict[str, Any], wait_bucket: int = -1) -> None:
         self._call("fail", reservation.member, job_id, record["exception"])
 
-    def acks(self, acks: Sequence[Ack]) -> None:
+    def send_acks(self, acks: Sequence[Ack]) -> None:
         self._call("acks", *[r.member for r, _ in acks])
 
     def _call(self, *call: Any) -> None:
@@ -137,15 +137,25 @@ class Pool:
         return len(self.running)
 
 
+class Completions:
+    """The worker's completions as the drain sees them: one job finishes per collect."""
+
+    def __init__(self, ledger: Ledger, pool: Pool) -> None:
+        self.ledger, self.pool = ledger, pool
+
+    def collect(self, _: float) -> None:
+        if self.pool.running:
+            self.ledger.ack(self.pool.running.pop(0), 0)
+
+    def wait_s(self) -> float:
+        return 0.1
+
+
 def make(
     ledger: Ledger, side: RedisSide, clock: Clock, pool: Pool, steps: list[str], *, fail: bool = False
 ) -> Stopping:
-    def collect(_: float) -> None:
-        if pool.running:
-            ledger.ack(pool.running.pop(0), 0)
-
     timer = cast(Housekeeping, Timer(steps, fail=fail))
-    return Stopping(cast(Runner, pool), ledger, timer, clock, collect, lambda: 0.1, side.acks, clock.sleep)
+    return Stopping(cast(Runner, pool), ledger, timer, clock, Completions(ledger, pool), side, clock.sleep)
 
 
 def test_the_drain_acknowledges_each_job_as_it_finishes() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from fairway.cli.common import INVALID, OK, UNUSABLE, Verbs, add_group_option, add_redis_options, redis_for
 from fairway.queue.access.figures import duration, timestamp
+from fairway.queue.protocol.job import JOB_OPTIONS
 
 
 def split_queues(text: str) -> list[str]:
@@ -59,7 +60,8 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
     options = {"queue": args.queue, "tenant": args.tenant, "kwargs": {**call_kwargs, **more_kwargs}}
     client = Client(args.redis, cluster=True if args.cluster else None)
     try:
-        if args.count > 1 and args.delay is None and args.timeout is None and args.max_tries is None:
+        job_options = {o.name: getattr(args, o.name) for o in JOB_OPTIONS}
+        if args.count > 1 and args.delay is None and all(v is None for v in job_options.values()):
             ids = client.enqueue_many(args.handler, [call_args] * args.count, **options)
         else:
             ids = [
@@ -67,9 +69,8 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
                     args.handler,
                     *call_args,
                     delay=args.delay,
-                    timeout=args.timeout,
-                    max_tries=args.max_tries,
                     job_id=args.job_id,
+                    **job_options,
                     **options,
                 )
                 for _ in range(args.count)
@@ -293,8 +294,9 @@ def register(verbs: Verbs) -> None:
     enqueue.add_argument("--tenant", default=None, help="tenant id: enqueue to that tenant's queue instead")
     enqueue.add_argument("--count", type=at_least_1, default=1, help="enqueue this many copies (default 1)")
     enqueue.add_argument("--delay", type=float, default=None, help="seconds before the job is ready")
-    enqueue.add_argument("--timeout", type=float, default=None, help="this job's timeout in seconds")
-    enqueue.add_argument("--max-tries", type=at_least_1, default=None, help="this job's tries (default: the worker's)")
+    for option in JOB_OPTIONS:
+        flag = f"--{option.name.replace('_', '-')}"
+        enqueue.add_argument(flag, type=option.flag_type, default=None, help=option.help)
     enqueue.add_argument("--job-id", default=None, help="your own id for the job (with --count 1 only)")
     enqueue.add_argument(
         "--args", default=None, help="the handler's arguments: a JSON array (args) or object (kwargs, any names)"

@@ -1,9 +1,11 @@
 """`fairway up`: a QueueSupervisor's pools as local worker processes, supervised like `php artisan horizon`.
 
-The same pools, worker settings and balancer as on Kubernetes (fairway.plan), with
-processes instead of pods: a worker that crashes is restarted (after a short pause, so a crash loop
-does not spin), one that recycles itself (max jobs, max time, memory) is replaced, and Ctrl-C or
-SIGTERM drains every worker (each finishes its job) before exiting.
+The same pools, worker settings and autoscaler as on Kubernetes (fairway.plan), with processes instead
+of pods: the autoscaler is stepped every POLL_S with the same inputs as the operator's (a process
+counts as starting until its worker's first heartbeat, as a pod does until it is ready); a worker that
+crashes is restarted (after a short pause, so a crash loop does not spin), one that recycles itself
+(max jobs, max time, memory) is replaced, and Ctrl-C or SIGTERM drains every worker (each finishes its
+job) before exiting.
 """
 
 from __future__ import annotations
@@ -16,22 +18,23 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any, TextIO
+from typing import IO, Any, Protocol, TextIO
 
-from fairway.plan.load import read_samples, read_stats, wakes
+from fairway.plan.autoscaler import POLL_S, Autoscaler
 from fairway.plan.pools import Pool, initial_replicas, pools
-from fairway.plan.scaling import Planner, ScalingRules
 from fairway.plan.worker_config import worker_settings
 from fairway.queue.access.admin import Admin
-from fairway.queue.access.figures import duration
+from fairway.queue.access.demand import DemandReader
+from fairway.queue.access.figures import QueueStats, duration
 from fairway.queue.access.inspector import Inspector
 from fairway.queue.connection import CONNECTION_ERRORS, connect, redacted
 from fairway.queue.protocol.keys import served_name_of_group
+from fairway.queue.runtime.identity import pod_name
 from fairway.resource.names import REDIS_URL_ENV
 from fairway.resource.plain import yaml_text
 from fairway.resource.spec import QueueSupervisorSpec
@@ -51,6 +54,12 @@ def _write_private(path: Path, text: str) -> None:
 class Process:
     proc: subprocess.Popen[bytes]
     started: float
+    ready: bool = False  # its worker has written a heartbeat (a pod's readiness, for the autoscaler)
+
+    @property
+    def worker_name(self) -> str:
+        """Its worker's name in the workers hash (fairway.queue.runtime.identity)."""
+        return f"{pod_name()}:{self.proc.pid}"
 
 
 @dataclass
@@ -64,17 +73,30 @@ class LocalPool:
     restarts: int = 0
     last_crash: float = 0.0
 
+    def starting(self) -> int:
+        """Processes asked for whose worker is not up yet (as the operator counts a Deployment's
+        replicas that are not ready): a long wait adds none while one is on its way."""
+        return max(0, self.replicas - sum(1 for p in self.processes if p.ready))
+
+
+class DemandSource(Protocol):
+    """One Redis's demand and runtimes (a DemandReader)."""
+
+    def read(self, names: Iterable[str]) -> dict[str, QueueStats]: ...
+
+    def runtimes(self, names: Sequence[str]) -> dict[str, float | None]: ...
+
 
 @dataclass
 class LocalSupervisor:
-    """One supervisor's pools and the Redis view its balancer reads."""
+    """One supervisor's pools, the Redis views the table and the autoscaler read, and its autoscaler."""
 
     name: str
     spec: QueueSupervisorSpec
     inspector: Inspector
+    demand: DemandSource
     pools: list[LocalPool]
-    planner: Planner | None = None  # resized pools only: the operator's planner, on local processes
-    last_balance: float = 0.0
+    autoscaler: Autoscaler | None = None  # resized pools only: the operator's autoscaler, on local processes
 
 
 class Up:
@@ -86,12 +108,15 @@ class Up:
         log_dir: Path | None = None,
         out: TextIO = sys.stdout,
         quiet: bool = False,
-        tick_s: float = 1.0,
+        tick_s: float = POLL_S,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.redis_url = redis_url
         self.out = out
         self.quiet = quiet
-        self.tick_s = tick_s
+        self.tick_s = tick_s  # each tick supervises the processes and steps the autoscalers
+        self.clock = clock
+        self.worker_command = [sys.executable, "-m", "fairway.cli", "worker"]
         self._own_log_dir = log_dir is None  # a temporary folder of ours: removed when this stops
         self.log_dir = log_dir or Path(tempfile.mkdtemp(prefix="fairway-up-"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -115,8 +140,10 @@ class Up:
                     os.open(self.log_dir / f"{slug}.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab"
                 )
                 local_pools.append(LocalPool(name, pool, config_path, log, replicas[pool.name]))
-            planner = Planner(ScalingRules.from_spec(spec), replicas) if spec.policy.resized else None
-            self.supervisors.append(LocalSupervisor(name, spec, Inspector(client), local_pools, planner))
+            autoscaler = Autoscaler(spec, replicas) if spec.policy.resized else None
+            self.supervisors.append(
+                LocalSupervisor(name, spec, Inspector(client), DemandReader(client), local_pools, autoscaler)
+            )
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -151,14 +178,14 @@ class Up:
         return 0
 
     def _spawn(self, pool: LocalPool) -> None:
-        cmd = [sys.executable, "-m", "fairway.cli", "worker", "--config", str(pool.config_path)]
+        cmd = [*self.worker_command, "--config", str(pool.config_path)]
         env = {**os.environ, "PYTHONUNBUFFERED": "1", REDIS_URL_ENV: self.redis_url}
         proc = subprocess.Popen(cmd, stdout=pool.log, stderr=pool.log, env=env)
-        pool.processes.append(Process(proc, time.monotonic()))
+        pool.processes.append(Process(proc, self.clock()))
 
     def _supervise(self) -> None:
         """Reap exited workers, then start or stop processes until each pool has its replicas."""
-        now = time.monotonic()
+        now = self.clock()
         for sup in self.supervisors:
             for pool in sup.pools:
                 alive = []
@@ -176,27 +203,37 @@ class Up:
                     pool.processes.pop().proc.send_signal(signal.SIGTERM)  # finishes its job, then exits
 
     def _balance(self) -> None:
-        now = time.monotonic()
+        """Step every autoscaler, as the operator's scaling poll does: the demand read, the runtimes
+        every RUNTIMES_EVERY_S, the processes not up yet; then the pools take the sizes it decided."""
         for sup in self.supervisors:
-            planner = sup.planner
-            if planner is None:
+            autoscaler = sup.autoscaler
+            if autoscaler is None:
                 continue
-            due = now - sup.last_balance >= sup.spec.balance_cooldown
-            if not due and all(p.replicas for p in sup.pools):
-                continue  # between cooldowns only a pool at zero is looked at (to wake it)
             try:
-                stats = read_stats(sup.inspector, sup.spec)
-                if not due and not wakes(planner.replicas, stats, sup.spec):
-                    continue
-                samples = read_samples(sup.inspector, sup.spec, stats)
+                rows = sup.demand.read(autoscaler.served)
+                now = self.clock()
+                if autoscaler.runtimes_due(now):
+                    autoscaler.note_runtimes(sup.demand.runtimes(autoscaler.served), now)
+                self._note_ready(sup)
             except CONNECTION_ERRORS as exc:
                 self._say(f"fairway up: Redis unreachable, keeping the current processes ({exc})")
                 continue
-            sup.last_balance = now
-            for change in planner.step(now, samples):
+            stats = [rows[n] for n in autoscaler.served if n in rows]
+            replicas = {pool.pool.name: pool.replicas for pool in sup.pools}
+            starting = {pool.pool.name: pool.starting() for pool in sup.pools}
+            for change in autoscaler.poll(autoscaler.demand(stats), replicas, starting, now):
                 self._say(f"fairway up: {sup.name}: {change.message}")
             for pool in sup.pools:
-                pool.replicas = planner.replicas[pool.pool.name]
+                pool.replicas = autoscaler.replicas[pool.pool.name]
+
+    def _note_ready(self, sup: LocalSupervisor) -> None:
+        """Mark the processes whose worker has beaten (one read, only while some are not up yet)."""
+        waiting = [p for pool in sup.pools for p in pool.processes if not p.ready]
+        if not waiting:
+            return
+        live = {str(beat["name"]) for beat in sup.inspector.workers()}
+        for process in waiting:
+            process.ready = process.worker_name in live
 
     def _drain(self) -> None:
         """SIGTERM every worker (each finishes its job), then wait; SIGKILL only past the grace period."""

@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from fairway.resource.balance import ScalingStrategy
+from fairway.resource.balance import DEFAULT_STRATEGY, STRATEGIES, ScalingStrategy, StrategyRule
 from fairway.resource.spec import QueueSupervisorSpec
 
 
@@ -52,7 +52,11 @@ class ScalingRules:
     scale_down_delay_s: float = 60.0
     concurrency: int = 1
     target_wait_s: float | None = None
-    strategy: ScalingStrategy = ScalingStrategy.TIME
+    strategy: ScalingStrategy = DEFAULT_STRATEGY
+
+    @property
+    def strategy_rule(self) -> StrategyRule:
+        return STRATEGIES[self.strategy]
 
     @classmethod
     def from_spec(cls, spec: QueueSupervisorSpec) -> ScalingRules:
@@ -288,9 +292,10 @@ class Planner:
         return {name: (n, reason if n != current[name] else "") for name, (n, reason) in out.items()}
 
     def _load(self, sample: PoolSample) -> float:
-        """A pool's weight in the shares: its demand in slots, times its runtime under `time`."""
+        """A pool's weight in the shares: its demand in slots, times its runtime when the strategy
+        weighs runtime (`time`)."""
         demand = float(sample.busy + sample.ready)
-        if self.rules.strategy is ScalingStrategy.TIME:
+        if self.rules.strategy_rule.weighs_runtime:
             return demand * (sample.runtime_ms or 1.0)
         return demand
 

@@ -1,7 +1,8 @@
 """Balance modes as one typed policy: what `none`, `simple` and `auto` mean, as data.
 
 Every layer asks the policy a question (one shared pool? does the balancer resize pools? by share
-of load or by backlog?) instead of comparing the mode's name, so a new mode is one row in POLICIES.
+of load or by backlog?) instead of comparing the mode's name, so a new mode is one row in POLICIES;
+likewise a scaling strategy is one row in STRATEGIES.
 """
 
 from __future__ import annotations
@@ -21,6 +22,21 @@ class ScalingStrategy(StrEnum):
 
     TIME = "time"
     SIZE = "size"
+
+
+@dataclass(frozen=True)
+class StrategyRule:
+    """What a scaling strategy means, as data: every layer asks the rule, never the strategy's name."""
+
+    weighs_runtime: bool  # a pool's load is its jobs x their average runtime (else its jobs alone)
+
+
+DEFAULT_STRATEGY = ScalingStrategy.TIME  # the spec's default, and the planner's and the baseline's
+
+STRATEGIES: dict[ScalingStrategy, StrategyRule] = {
+    ScalingStrategy.TIME: StrategyRule(weighs_runtime=True),
+    ScalingStrategy.SIZE: StrategyRule(weighs_runtime=False),
+}
 
 
 @dataclass(frozen=True)

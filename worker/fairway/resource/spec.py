@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 from pydantic.alias_generators import to_camel
 
-from fairway.resource.balance import POLICIES, Balance, BalancePolicy, ScalingStrategy
+from fairway.resource.balance import DEFAULT_STRATEGY, POLICIES, Balance, BalancePolicy, ScalingStrategy
 from fairway.resource.names import (
     DEFAULT_TENANT_PREFIX,
     DEFAULT_WEIGHT,
@@ -274,7 +274,7 @@ class QueueSupervisorSpec(SpecModel):
         description="Seconds: a pool grows while its oldest ready job has waited longer (unset: by demand alone).",
     )
     auto_scaling_strategy: ScalingStrategy = Field(
-        default=ScalingStrategy.TIME, description="time: queue size x average runtime; size: queue size alone."
+        default=DEFAULT_STRATEGY, description="time: queue size x average runtime; size: queue size alone."
     )
     block_for: int = Field(
         default=5,

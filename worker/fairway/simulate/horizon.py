@@ -14,7 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from fairway.resource.balance import ScalingStrategy
+from fairway.resource.balance import DEFAULT_STRATEGY, STRATEGIES, ScalingStrategy
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class Limits:
     min_processes: int
     max_processes: int
     max_shift: int
-    strategy: ScalingStrategy = ScalingStrategy.TIME
+    strategy: ScalingStrategy = DEFAULT_STRATEGY
 
 
 def pool_load(
@@ -58,9 +58,10 @@ def targets(loads: Sequence[PoolLoad], limits: Limits, by_share: bool) -> dict[s
     times = {p.name: p.size * (p.runtime_ms if p.runtime_ms else 1.0) for p in loads}
     total_time = sum(times.values())
     total_size = sum(p.size for p in loads)
-    if limits.strategy == ScalingStrategy.SIZE and total_size > 0:
+    by_runtime = STRATEGIES[ScalingStrategy(limits.strategy)].weighs_runtime
+    if not by_runtime and total_size > 0:
         return {p.name: p.size / total_size * limits.max_processes for p in loads}
-    if limits.strategy == ScalingStrategy.TIME and total_time > 0:
+    if by_runtime and total_time > 0:
         return {p.name: times[p.name] / total_time * limits.max_processes for p in loads}
     return {p.name: float(limits.min_processes) for p in loads}
 

@@ -20,7 +20,6 @@ from fairway.plan.scaling import PoolSample
 from fairway.simulate.trace import Arrival
 
 STEP_S = 0.25  # the simulated clock's step
-POLL_S = 1.0  # how often a policy may look at the pools (the operator's wake-up poll)
 RUNTIME_MEMORY = 0.05  # how fast a pool's average runtime follows new jobs (per job batch)
 
 

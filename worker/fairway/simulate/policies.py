@@ -1,6 +1,6 @@
 """The scaling policies `fairway simulate` compares, each a function from samples to replicas.
 
-- `fairway`: the planner the operator runs (fairway.plan.scaling), looking every second.
+- `fairway`: the autoscaler the operator and `fairway up` step (fairway.plan.autoscaler), every POLL_S.
 - `horizon`: Laravel Horizon's AutoScaler arithmetic (horizon.py), every cooldown, never below one
   process per pool (Horizon cannot scale to zero); `balance: none` sizes one process per ready job.
 - `keda`: a KEDA ScaledObject per pool on its queue length: desired = ceil(ready / concurrency),
@@ -17,9 +17,10 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from fairway.plan.scaling import Change, Planner, PoolSample, ScalingRules, describe
+from fairway.plan.autoscaler import POLL_S, Autoscaler
+from fairway.plan.scaling import Change, PoolSample, ScalingRules, describe
+from fairway.resource.spec import QueueSupervisorSpec
 from fairway.simulate.horizon import Limits, PoolLoad, rebalance
-from fairway.simulate.model import POLL_S
 
 POLICY_NAMES = ("fairway", "horizon", "keda")
 KEDA_POLL_S = 30.0
@@ -49,18 +50,21 @@ class Policy(ABC):
 
 
 class FairwayPolicy(Policy):
-    """As the operator runs it: the planner stepped on every scaling poll (each second)."""
+    """As the operator and `fairway up` run it: the autoscaler stepped every POLL_S with each pool's
+    demand, size and starting pods (a simulated pool knows its runtime: no Redis averages to read)."""
 
-    def __init__(self, rules: ScalingRules, pools: Sequence[str], resized: bool, fixed: Mapping[str, int]) -> None:
-        start = {p: rules.min_processes for p in pools} if resized else dict(fixed)
+    def __init__(self, spec: QueueSupervisorSpec, pools: Sequence[str], fixed: Mapping[str, int]) -> None:
+        resized = spec.policy.resized
+        start = dict.fromkeys(pools, spec.min_processes) if resized else dict(fixed)
         super().__init__("fairway", POLL_S, dict(start))
-        self.planner = Planner(rules, start) if resized else None
+        self.autoscaler = Autoscaler(spec, start) if resized else None
 
     def decide(self, t: float, samples: Mapping[str, PoolSample]) -> dict[str, int]:
-        if self.planner is None:
+        if self.autoscaler is None:
             return dict(self.replicas)
-        self.changes += self.planner.step(t, samples)
-        self.replicas = self.planner.replicas
+        starting = {pool: sample.starting for pool, sample in samples.items()}
+        self.changes += self.autoscaler.poll(samples, self.replicas, starting, t)
+        self.replicas = self.autoscaler.replicas
         return dict(self.replicas)
 
 
@@ -99,13 +103,12 @@ class KedaPolicy(Policy):
         return self._record(t, new, "keda")
 
 
-def build(
-    name: str, rules: ScalingRules, pools: Sequence[str], *, by_share: bool, resized: bool, fixed: Mapping[str, int]
-) -> Policy:
+def build(name: str, spec: QueueSupervisorSpec, pools: Sequence[str], fixed: Mapping[str, int]) -> Policy:
+    rules = ScalingRules.from_spec(spec)
     if name == "fairway":
-        return FairwayPolicy(rules, pools, resized, fixed)
+        return FairwayPolicy(spec, pools, fixed)
     if name == "horizon":
-        return HorizonPolicy(rules, pools, by_share, resized, fixed)
+        return HorizonPolicy(rules, pools, spec.policy.by_share, spec.policy.resized, fixed)
     if name == "keda":
         return KedaPolicy(rules, pools)
     raise ValueError(f"unknown policy {name!r}: choose from {', '.join(POLICY_NAMES)}")

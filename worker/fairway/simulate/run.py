@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fairway.plan.pools import initial_replicas, pools
-from fairway.plan.scaling import Change, ScalingRules
+from fairway.plan.scaling import Change
 from fairway.resource.spec import QueueSupervisorSpec
 from fairway.simulate.model import STEP_S, Cluster, SimPool, percentile_ms
 from fairway.simulate.policies import build
@@ -57,7 +57,6 @@ def simulate(
     step_s: float = STEP_S,
     keep_timeline: bool = False,
 ) -> Result:
-    rules = ScalingRules.from_spec(spec)
     all_pools = pools(spec)
     pool_of = {q: p.name for p in all_pools for q in p.queues}
     tenant_pool = next((p.name for p in all_pools if p.tenants), None)
@@ -69,14 +68,7 @@ def simulate(
 
     cluster = Cluster([SimPool(p.name, spec.concurrency) for p in all_pools], lane_of)
     names = [p.name for p in all_pools]
-    policy = build(
-        policy_name,
-        rules,
-        names,
-        by_share=spec.policy.by_share,
-        resized=spec.policy.resized,
-        fixed=initial_replicas(spec, {}),
-    )
+    policy = build(policy_name, spec, names, initial_replicas(spec, {}))
     for name, n in policy.replicas.items():
         cluster.pools[name].resize(0.0, n, 0.0)  # the starting size is up before the trace begins
     end = duration_s if duration_s is not None else (arrivals[-1].t_s if arrivals else 0.0) + DRAIN_LIMIT_S

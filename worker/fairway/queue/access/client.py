@@ -10,7 +10,14 @@ from fairway.queue.access.producer import Producer
 from fairway.queue.access.progress import ProgressBoard
 from fairway.queue.access.tenant_settings import TenantSettingsStore, TenantView, checked_settings
 from fairway.queue.connection import RedisClient, connect, redis_url_from_env
-from fairway.queue.protocol.job import MAX_DOCUMENT_BYTES, JobError, check_delay_ms, check_tenant_id, new_job
+from fairway.queue.protocol.job import (
+    MAX_DOCUMENT_BYTES,
+    OPTION_NAMES,
+    JobError,
+    check_delay_ms,
+    check_tenant_id,
+    new_job,
+)
 from fairway.queue.protocol.keys import DEFAULT_PREFIX, served_name_of_group
 from fairway.resource.names import DEFAULT_TENANT_PREFIX, QUEUE_NAME, QUEUE_NAME_RULE
 
@@ -22,7 +29,7 @@ def check_queue(queue: str) -> str:
 
 
 # The keywords `Client.enqueue` takes as options; everything a handler takes by name goes in `kwargs=`.
-ENQUEUE_OPTIONS = ("kwargs", "queue", "tenant", "delay", "max_tries", "timeout", "job_id")
+ENQUEUE_OPTIONS = ("kwargs", "queue", "tenant", "delay", *OPTION_NAMES, "job_id")
 
 
 def refuse_unknown_options(call: str, unknown: Mapping[str, Any]) -> None:

@@ -10,10 +10,10 @@ second, not 6,000. A cluster cannot run one script across slots: it gets the sam
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from fairway.queue.access.figures import QueueStats
-from fairway.queue.access.inspector import age_s, ready_since
+from fairway.queue.access.inspector import Inspector, age_s, ready_since
 from fairway.queue.connection import RedisClient, is_cluster
 from fairway.queue.protocol import calls
 from fairway.queue.protocol.job import now_ms
@@ -46,6 +46,11 @@ class DemandReader:
             oldest = max(0.0, (now - since) / 1000) if since > 0 else None
             out[name] = QueueStats(name, ready, reserved, 0, 0, False, oldest, due)
         return out
+
+    def runtimes(self, names: Sequence[str]) -> dict[str, float | None]:
+        """Served name -> its recent average runtime in ms (None where nothing ran): the `time`
+        strategy's weights and targetWait's sizing, read every RUNTIMES_EVERY_S, not every poll."""
+        return Inspector(self.client, self.prefix).average_runtimes_ms(names)
 
     def _pipelined(self, wanted: list[str]) -> dict[str, QueueStats]:
         asked = now_ms()

@@ -17,6 +17,7 @@ import math
 import re
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,7 +110,7 @@ class Job:
             "attempts": self.attempts,
             "enqueued_at": self.enqueued_at,
         }
-        for name in ("tenant", "max_tries", "timeout", "available_at"):
+        for name in _OPTIONAL_FIELDS:
             value = getattr(self, name)
             if value is not None:
                 document[name] = value
@@ -141,12 +142,15 @@ def new_job(
     *,
     tenant: str | None = None,
     delay_s: float | None = None,
-    max_tries: int | None = None,
-    timeout: float | None = None,
     now_ms: int | None = None,
     job_id: str | None = None,
+    **options: Any,
 ) -> Job:
-    """A new job, every option checked here, where the producer can still be told what to fix."""
+    """A new job, every option checked here, where the producer can still be told what to fix.
+    `options`: the JOB_OPTIONS by name (None: not set)."""
+    unknown = sorted(set(options) - set(OPTION_NAMES))
+    if unknown:
+        raise JobError(f"no job option {unknown[0]!r}: the options are {', '.join(OPTION_NAMES)}", code="BAD_OPTION")
     if not isinstance(handler, str) or not HANDLER_PATTERN.fullmatch(handler):
         raise JobError(
             f"handler {handler!r} is not a handler name: start with a letter or _, then letters, digits, _ . : "
@@ -164,10 +168,9 @@ def new_job(
         args=list(args),
         kwargs=dict(kwargs),
         tenant=tenant,
-        max_tries=check_tries(max_tries) if max_tries is not None else None,
-        timeout=check_timeout(timeout) if timeout is not None else None,
         enqueued_at=now,
         available_at=now + delay_ms if delay_ms else None,
+        **{o.name: o.check(options[o.name]) for o in JOB_OPTIONS if options.get(o.name) is not None},
     )
 
 
@@ -223,6 +226,33 @@ def check_tries(tries: int) -> int:
             f"max_tries {tries!r} is out of range: give a whole number from 1 to {MAX_TRIES}", code="BAD_TRIES"
         )
     return tries
+
+
+def read_tries(value: Any) -> int:
+    """A document's max_tries (any producer's: a whole float is accepted, some languages only have doubles)."""
+    return int(_whole({"max_tries": value}, "max_tries", None, (1, MAX_TRIES)))
+
+
+@dataclass(frozen=True)
+class JobOption:
+    """An option a producer sets on one job, kept as the document field of its name (docs/protocol.md).
+    Its row is read by the producer's check (`new_job`), the encoding and decoding of the document and
+    `fairway enqueue`'s flag; a test holds `Client.enqueue`, the Node client and the docs to the table."""
+
+    name: str  # the keyword, the document's field; `--name-with-dashes` on the command line
+    check: Callable[[Any], Any]  # a producer's value -> the document's; JobError (its refusal code) when wrong
+    read: Callable[[Any], Any]  # a document's value, written by any producer -> the Job's; JobError when wrong
+    flag_type: Callable[[str], Any]  # how `fairway enqueue` parses the flag
+    help: str
+
+
+JOB_OPTIONS: tuple[JobOption, ...] = (
+    JobOption("max_tries", check_tries, read_tries, int, "this job's tries (default: the worker's tries)"),
+    JobOption("timeout", check_timeout, check_timeout, float, "this job's timeout in seconds (default: the worker's)"),
+)
+OPTION_NAMES = tuple(o.name for o in JOB_OPTIONS)
+_OPTIONAL_FIELDS = ("tenant", *OPTION_NAMES, "available_at")  # written only when set
+_OPTIONAL_SET = frozenset(_OPTIONAL_FIELDS) - {"tenant"}  # absent from the common document
 
 
 def _depth(value: Any) -> int:
@@ -312,11 +342,11 @@ def _job(doc: dict[str, Any], job_id: str | None) -> Job:
     tenant = doc.get("tenant")
     if tenant is not None and not (isinstance(tenant, str) and TENANT_ID_PATTERN.fullmatch(tenant)):
         raise JobError("payload tenant must be a tenant id (1-64 letters, digits, _ . -)")
-    if "timeout" not in doc and "max_tries" not in doc and "available_at" not in doc:
+    if _OPTIONAL_SET.isdisjoint(doc):
         attempts, enqueued_at = doc.get("attempts", 0), doc.get("enqueued_at", 0)
         if type(attempts) is int and type(enqueued_at) is int and 0 <= attempts < 2**31 and 0 <= enqueued_at <= 2**53:
             # The common document: nothing optional to check (the full path below says the same).
-            return Job(job_id, doc["handler"], doc["queue"], args, kwargs, tenant, attempts, None, None, enqueued_at)
+            return Job(job_id, doc["handler"], doc["queue"], args, kwargs, tenant, attempts, enqueued_at=enqueued_at)
     try:
         return Job(
             id=job_id,
@@ -326,10 +356,9 @@ def _job(doc: dict[str, Any], job_id: str | None) -> Job:
             kwargs=kwargs,
             tenant=tenant,
             attempts=_whole(doc, "attempts", 0, (0, 2**31)),
-            max_tries=_whole(doc, "max_tries", None, (1, MAX_TRIES)),
-            timeout=check_timeout(doc["timeout"]) if doc.get("timeout") is not None else None,
             enqueued_at=_whole(doc, "enqueued_at", 0, MS_RANGE),
             available_at=_whole(doc, "available_at", None, MS_RANGE),
+            **{o.name: o.read(doc[o.name]) for o in JOB_OPTIONS if doc.get(o.name) is not None},
         )
     except JobError as exc:
         raise JobError(f"payload field {exc}") from None

@@ -88,6 +88,10 @@ class Fetcher(ABC):
         weighted rule (and the tenant ring) as if it were the only one; `while_waiting` is called
         once, while the call is on the wire where it can be (work that need not delay the next job)."""
 
+    def send_acks(self, acks: Sequence[Ack]) -> None:
+        """Acknowledge `acks` alone (a flush while draining or on the housekeeping timer)."""
+        self.reserve(acks, 0)
+
     @abstractmethod
     def forget_registration(self) -> None:
         """After an outage Redis may have restarted empty: forget what must be registered again

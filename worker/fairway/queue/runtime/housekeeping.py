@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import redis
 
@@ -22,20 +22,21 @@ from fairway.queue.runtime.fetch import Fetcher
 log = logging.getLogger("fairway.worker")
 
 
+class BeatSource(Protocol):
+    """What the heartbeat says of this process (the worker's `Slots`)."""
+
+    def beat(self) -> dict[str, object]: ...
+
+
 class Housekeeping:
     def __init__(
-        self,
-        fetcher: Fetcher,
-        interval_s: float,
-        clock: Callable[[], float],
-        name: str,
-        beat: Callable[[], dict[str, object]],
+        self, fetcher: Fetcher, interval_s: float, clock: Callable[[], float], name: str, source: BeatSource
     ) -> None:
         self.fetcher = fetcher
         self.interval_s = interval_s
         self.clock = clock
         self.name = name  # this process in the workers hash: host:pid
-        self.beat = beat
+        self.source = source
         self.next_at = 0.0  # on `clock`: due at once
         self.delayed_at = float("inf")  # on `clock`: when the earliest delayed job known falls due
         self._runtimes: dict[str, RunTally] = {}
@@ -71,7 +72,7 @@ class Housekeeping:
         self._unless_out_of_memory(self.fetcher.refresh)
         self._move_due()
         self._unless_out_of_memory(self.write_runtimes)
-        self._unless_out_of_memory(lambda: self.fetcher.heartbeat(self.name, self.beat()))
+        self._unless_out_of_memory(lambda: self.fetcher.heartbeat(self.name, self.source.beat()))
 
     def _move_due(self) -> None:
         """Due delayed jobs and expired reservations back to ready; note when the next delayed one is due."""
@@ -83,7 +84,7 @@ class Housekeeping:
     def beat_now(self) -> None:
         """The heartbeat alone, from the lease thread: a job running in the main thread holds up the
         timer, not the heartbeat (its busy slots are what the operator spares on a scale-down)."""
-        self.fetcher.heartbeat(self.name, self.beat())
+        self.fetcher.heartbeat(self.name, self.source.beat())
 
     def write_runtimes(self) -> None:
         """The figures gathered since the last write; kept when the write fails."""

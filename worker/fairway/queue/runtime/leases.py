@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
+from typing import Protocol
 
 from fairway.queue.protocol.calls import Reservation
 from fairway.queue.runtime.fetch import Fetcher
@@ -23,10 +24,14 @@ log = logging.getLogger("fairway.worker")
 MAX_RENEW_EVERY_S = 2.0  # however long retryAfter is, leases are renewed at least this often
 
 
+class Heartbeat(Protocol):
+    def beat_now(self) -> None: ...
+
+
 class Leases:
-    def __init__(self, fetcher: Fetcher, retry_after_s: float, beat: Callable[[], None] = lambda: None) -> None:
+    def __init__(self, fetcher: Fetcher, retry_after_s: float, heartbeat: Heartbeat | None = None) -> None:
         self.fetcher = fetcher
-        self.beat = beat  # the heartbeat, written after each round while this process holds jobs
+        self.heartbeat = heartbeat  # written with each round while this process holds jobs (housekeeping's)
         self.every_s = min(retry_after_s / 3, MAX_RENEW_EVERY_S)
         self._held: dict[int, Reservation] = {}  # by id(): two copies of one document are two leases
         self._lost: set[int] = set()
@@ -56,7 +61,8 @@ class Leases:
             held = list(self._held.values())
         if not held:
             return
-        self.beat()
+        if self.heartbeat is not None:
+            self.heartbeat.beat_now()
         for reservation in self.fetcher.renew(held):
             # Gone: its lease ran out, or (the usual case) its acknowledgement reached Redis while this
             # round was under way. Only a job that has not started yet is acted on (`lost`).

@@ -18,7 +18,7 @@ import itertools
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from fairway.queue.protocol.calls import Ack, Reservation
 
@@ -41,9 +41,15 @@ class AckBatch:
     acks: tuple[Ack, ...]
 
 
+class SettleListener(Protocol):
+    """Told of each reservation whose outcome Redis now has (the worker's `Leases`: no more renewing)."""
+
+    def settled(self, reservation: Reservation) -> None: ...
+
+
 class Ledger:
-    def __init__(self, on_settled: Callable[[Reservation], None] = lambda _: None) -> None:
-        self.on_settled = on_settled  # told of each reservation whose outcome Redis now has
+    def __init__(self, listener: SettleListener | None = None) -> None:
+        self.listener = listener
         self._acks: list[Ack] = []  # not sent yet
         self._on_wire: dict[int, AckBatch] = {}
         self._batches = itertools.count(1)
@@ -71,8 +77,9 @@ class Ledger:
     def acked(self, batch: AckBatch) -> None:
         """The call carrying `batch` returned: its acks are in Redis."""
         del self._on_wire[batch.number]
-        for reservation, _ in batch.acks:
-            self.on_settled(reservation)
+        if self.listener is not None:
+            for reservation, _ in batch.acks:
+                self.listener.settled(reservation)
 
     def returned(self, batch: AckBatch) -> None:
         """The call carrying `batch` failed: its acks go with the next call, ahead of newer ones."""
@@ -87,7 +94,9 @@ class Ledger:
         and those after it stay (the error propagates, for the caller's backoff)."""
         while self._settles:
             self._settles[0].write()
-            self.on_settled(self._settles.popleft().reservation)
+            settled = self._settles.popleft().reservation
+            if self.listener is not None:
+                self.listener.settled(settled)
 
     def flush(self, send_acks: Callable[[Sequence[Ack]], Any]) -> None:
         """Everything, now: the settles, then the acks in one call of `send_acks`."""

@@ -9,10 +9,11 @@ import signal
 import threading
 from collections.abc import Callable
 from types import FrameType
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 log = logging.getLogger("fairway.worker")
 HARD_EXIT_CODE = 70  # a job ignored its timeout: the process exits so its supervisor restarts it
+T = TypeVar("T")
 FORCED_EXIT_CODE = 130  # a second Ctrl-C: stopped at once, as a shell reports an interrupted command
 
 
@@ -50,6 +51,15 @@ class StopSignals:
         self.reason = signal.Signals(signum).name
         if self.idle:
             raise Interrupted()
+
+    def idle_wait(self, wait: Callable[[], T]) -> T | None:
+        """Wait with stop signals allowed to cut the wait short (Interrupted propagates); what `wait`
+        gave (None: a stop came first)."""
+        self.idle = True
+        try:
+            return None if self.stopping else wait()
+        finally:
+            self.idle = False
 
     def install(self) -> bool:
         """Our handlers for the run (main thread only); `restore` puts the previous ones back."""
@@ -93,6 +103,32 @@ class RssProbe:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+class Recycles(Protocol):
+    def recycled(self, reason: str) -> None: ...
+
+
+class MemoryGuard:
+    """Recycle above the memory limit: checked after every job and on the housekeeping timer, so a
+    leaking handler is caught at the job that crossed the line, not a second later."""
+
+    def __init__(self, limit_mib: float, signals: StopSignals, metrics: Recycles) -> None:
+        self.limit_mib = limit_mib  # 0: no limit
+        self.signals = signals
+        self.metrics = metrics
+        self.rss = RssProbe()
+
+    def check(self) -> None:
+        limit = self.limit_mib
+        if limit and self.rss.mib() > limit:
+            if not self.signals.stopping:
+                self.metrics.recycled("memory")
+            self.signals.reason = f"memory above {limit} MiB"
+            self.signals.stopping = True
+
+    def close(self) -> None:
+        self.rss.close()
 
 
 class Watchdog:

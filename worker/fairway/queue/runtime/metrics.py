@@ -13,8 +13,9 @@ from __future__ import annotations
 import bisect
 import logging
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
@@ -48,11 +49,20 @@ class Histogram:
         return out
 
 
+class SlotGauge(Protocol):
+    """What the gauges read at scrape time (the worker's `Slots`)."""
+
+    @property
+    def running(self) -> int: ...
+
+    @property
+    def free(self) -> int: ...
+
+
 class WorkerMetrics(Collector):
-    def __init__(self, handlers: Iterable[str], in_flight: Callable[[], int], free_slots: Callable[[], int]) -> None:
+    def __init__(self, handlers: Iterable[str], slots: SlotGauge) -> None:
         self.handlers = set(handlers)
-        self.in_flight = in_flight
-        self.free_slots = free_slots
+        self.slots = slots
         self.finished: dict[tuple[str, str, str], int] = {}
         self.run: dict[str, Histogram] = {}
         self.wait: dict[str, Histogram] = {}
@@ -113,8 +123,8 @@ class WorkerMetrics(Collector):
             for queue, histogram in histograms.copy().items():
                 family.add_metric([queue], histogram.buckets(), histogram.total)
             yield family
-        yield GaugeMetricFamily("fairway_jobs_in_flight", "Jobs this worker is running now", value=self.in_flight())
-        yield GaugeMetricFamily("fairway_free_slots", "Job slots free in this worker", value=self.free_slots())
+        yield GaugeMetricFamily("fairway_jobs_in_flight", "Jobs this worker is running now", value=self.slots.running)
+        yield GaugeMetricFamily("fairway_free_slots", "Job slots free in this worker", value=self.slots.free)
         yield CounterMetricFamily(
             "fairway_reserve_round_trips",
             "Reserve calls to Redis (each acknowledges and reserves a batch)",

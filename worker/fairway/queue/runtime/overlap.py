@@ -79,6 +79,14 @@ class Overlap:
         self._asked[number] = Asked(batch, count)
         return True
 
+    def ask_for(self, wanted: int) -> int:
+        """Put a reserve call on the wire for the `wanted` slots no call asks for yet (with the acks not
+        yet sent), where the rules allow; the slots still unasked for."""
+        unasked = wanted - self.asked
+        if (unasked > 0 or not self._asked) and self.ask(max(0, unasked)):
+            return 0
+        return unasked
+
     def wait(self, timeout_s: float) -> None:
         """Until a reply or a job's completion is there, at most `timeout_s`."""
         hot = self.fetcher.hot

@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from fairway.queue.connection import OUTAGE_ERRORS, is_outage
 from fairway.queue.protocol.calls import Ack
@@ -27,15 +27,28 @@ log = logging.getLogger("fairway.worker")
 SETTLE_ON_STOP_S = 10.0  # stopping with Redis down: how long finished jobs' outcomes keep being retried
 
 
+class Collecting(Protocol):
+    """The worker's completions: settle what the pool finished, waiting at most `timeout_s`."""
+
+    def collect(self, timeout_s: float) -> None: ...
+
+    def wait_s(self) -> float: ...
+
+
+class AckSender(Protocol):
+    """The call that carries acknowledgements alone (the fetcher's)."""
+
+    def send_acks(self, acks: Sequence[Ack]) -> Any: ...
+
+
 @dataclass
 class Stopping:
     runner: Runner
     ledger: Ledger
     housekeeping: Housekeeping
     clock: Callable[[], float]
-    collect: Callable[[float], None]  # settle what the pool finished, waiting at most this long
-    wait_s: Callable[[], float]  # how long a collect may wait now
-    send_acks: Callable[[Sequence[Ack]], Any]
+    completions: Collecting
+    redis_side: AckSender
     sleep: Callable[[float], None] = time.sleep
 
     def drain(self) -> bool:
@@ -46,8 +59,8 @@ class Stopping:
         while self.runner.pooled or len(self.ledger):
             try:
                 if self.runner.pooled:
-                    self.collect(self.wait_s())
-                self.ledger.flush(self.send_acks)
+                    self.completions.collect(self.completions.wait_s())
+                self.ledger.flush(self.redis_side.send_acks)
                 if self.housekeeping.due():
                     self.housekeeping.run()
                 backoff.succeeded()
@@ -65,7 +78,7 @@ class Stopping:
         """The last settles, the run-time figures, out of the workers hash, then `closers` in order;
         every step logs or is suppressed, none raises."""
         try:
-            self.ledger.flush(self.send_acks)
+            self.ledger.flush(self.redis_side.send_acks)
         except Exception as exc:
             log.error(
                 "could not settle %d finished job(s) on shutdown (%s); they run again once their reservations expire",
