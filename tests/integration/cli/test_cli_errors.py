@@ -188,6 +188,8 @@ def test_the_worker_says_what_it_serves_when_it_starts_and_why_it_stops(redis_ur
     ("verb", "says"),
     [
         (["enqueue", "noop", "--count", "0"], "argument --count: 0 is too small"),
+        (["enqueue", "noop", "--max-tries", "0"], "--max-tries: max_tries 0 is out of range"),
+        (["enqueue", "noop", "--timeout", "0"], "--timeout: timeout 0.0 s is out of range"),
         (["failed", "list", "--limit", "-1"], "argument --limit: -1 is too small"),
         (["tenants", "--window", "0"], "argument --window: 0 is too small"),
         (["tenants", "--limit", "x"], "argument --limit: 'x' is not a whole number"),

@@ -58,9 +58,16 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
         print("fairway enqueue: --job-id names one job: drop --count, or drop --job-id", file=sys.stderr)
         return UNUSABLE
     options = {"queue": args.queue, "tenant": args.tenant, "kwargs": {**call_kwargs, **more_kwargs}}
+    job_options = {o.name: getattr(args, o.name) for o in JOB_OPTIONS}
+    for option in JOB_OPTIONS:  # (bad input is said before Redis is asked anything)
+        if job_options[option.name] is not None:
+            try:
+                option.check(job_options[option.name])
+            except JobError as exc:
+                print(f"fairway enqueue: --{option.name.replace('_', '-')}: {exc}", file=sys.stderr)
+                return UNUSABLE
     client = Client(args.redis, cluster=True if args.cluster else None)
     try:
-        job_options = {o.name: getattr(args, o.name) for o in JOB_OPTIONS}
         if args.count > 1 and args.delay is None and all(v is None for v in job_options.values()):
             ids = client.enqueue_many(args.handler, [call_args] * args.count, **options)
         else:
