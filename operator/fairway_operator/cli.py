@@ -12,10 +12,13 @@ import socket
 import sys
 import time
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from fairway.cli.common import OK, valid_supervisors
 from fairway_operator.exits import EXIT_CODES
+
+if TYPE_CHECKING:
+    from fairway_operator.health import Health
 
 # The garbage collector's thresholds while the operator runs (Python's are 700, 10, 10). kopf wraps each
 # watch event in objects that refer to each other, so only the collector frees them, and a thousand
@@ -58,9 +61,10 @@ def cmd_operator(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
+        health = _serve_probes(args)
         if not _ready_to_start(args):
             return OK  # stopped while waiting for the API server
-        return _run_kopf(args)
+        return _run_kopf(args, health)
     except StartupError as exc:
         print(f"fairway operator: {exc}", file=sys.stderr)
         return exc.code
@@ -68,16 +72,31 @@ def cmd_operator(args: argparse.Namespace) -> int:
         return OK
 
 
-def _ready_to_start(args: argparse.Namespace) -> bool:
-    import signal
-    import threading
-
-    from fairway_operator.startup import check_namespaces, check_port, liveness_address, load_credentials, wait_for_api
+def _serve_probes(args: argparse.Namespace) -> Health:
+    """The probes answer from now on (fairway_operator.health): alive while start-up waits, ready once
+    kopf runs."""
+    from fairway_operator.exits import PORT_TAKEN, StartupError
+    from fairway_operator.health import Health
+    from fairway_operator.startup import check_port, liveness_address
 
     if args.metrics_port:
         check_port(args.metrics_port, "0.0.0.0", "--metrics-port")
     host, port = liveness_address(args.liveness)
     check_port(port, host, "--liveness")
+    health = Health()
+    try:
+        health.serve(host, port)
+    except OSError as exc:  # taken between the check and the bind
+        raise StartupError(PORT_TAKEN, f"port {port} (--liveness) cannot be used ({exc.strerror})") from None
+    return health
+
+
+def _ready_to_start(args: argparse.Namespace) -> bool:
+    import signal
+    import threading
+
+    from fairway_operator.startup import check_namespaces, load_credentials, wait_for_api
+
     load_credentials()
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())  # (a pod stopped while waiting: exit 0)
@@ -90,7 +109,7 @@ def _ready_to_start(args: argparse.Namespace) -> bool:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _run_kopf(args: argparse.Namespace) -> int:
+def _run_kopf(args: argparse.Namespace, health: Health) -> int:
     import asyncio
     import errno
 
@@ -110,6 +129,7 @@ def _run_kopf(args: argparse.Namespace) -> int:
             metrics=metrics,
             namespaces=tuple(args.namespace or ()),
             redis_secrets=args.redis_secrets,
+            health=health,
         )
         asyncio.run(
             kopf.operator(
@@ -118,7 +138,6 @@ def _run_kopf(args: argparse.Namespace) -> int:
                 standalone=args.peering is None,
                 peering_name=args.peering,
                 priority=args.priority,
-                liveness_endpoint=args.liveness,
                 # kopf types it as its private NewType of str; a str is what it is at run time
                 identity=cast(Any, operator_identity(os.environ, socket.gethostname(), os.getpid(), time.time())),
                 memo=memo,
@@ -169,7 +188,11 @@ def register(verbs: Any) -> None:
     scope.add_argument("--all-namespaces", action="store_true", dest="all_namespaces", help="watch every namespace")
     operator.add_argument("--peering", default=None, help="kopf peering name (a standby replica waits on it)")
     operator.add_argument("--priority", type=int, default=0, help="peering priority of this replica")
-    operator.add_argument("--liveness", default="http://0.0.0.0:8080/healthz", help="liveness endpoint URL")
+    operator.add_argument(
+        "--liveness",
+        default="http://0.0.0.0:8080/healthz",
+        help="where the probes are served: /healthz (liveness) and /readyz (readiness) on this address",
+    )
     operator.add_argument(
         "--log-level",
         dest="log_level",

@@ -24,6 +24,10 @@ STABLE = "Stable"
 # Degraded
 AS_EXPECTED = "AsExpected"
 REDIS_UNREACHABLE = "RedisUnreachable"
+SECRET_FORBIDDEN = "SecretForbidden"  # the operator may not read the Secret naming Redis (RBAC)
+SECRET_UNREADABLE = "SecretUnreadable"  # missing, or without the key
+BAD_REDIS_URL = "BadRedisUrl"
+SHARED_QUEUE = "SharedQueue"  # another supervisor serves one of its queues on the same Redis
 API_ERROR = "KubernetesApiError"
 # Ready/Progressing when the spec is invalid: the existing workers are left as they are.
 WAITING_FOR_VALID_SPEC = "WaitingForValidSpec"

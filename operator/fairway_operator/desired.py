@@ -97,6 +97,27 @@ def pool_selector(labels: Mapping[str, str]) -> dict[str, str]:
 POD_NAME_ENV = {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
 
 
+def worker_probes() -> dict[str, Any]:
+    """A worker container's probes (fairway.queue.runtime.health): restarted after its loop was stuck
+    for about a minute past its own staleness window, ready once it takes jobs. Answered from memory."""
+    return {
+        "livenessProbe": {
+            "httpGet": {"path": "/healthz", "port": "health"},
+            "periodSeconds": 10,
+            "timeoutSeconds": 5,
+            "failureThreshold": 3,
+            # A wedged loop cannot drain: killed after this, not after the pod's grace (timeout + 30 s).
+            "terminationGracePeriodSeconds": 15,
+        },
+        "readinessProbe": {
+            "httpGet": {"path": "/readyz", "port": "health"},
+            "periodSeconds": 2,
+            "timeoutSeconds": 5,
+            "failureThreshold": 1,
+        },
+    }
+
+
 def to_yaml(objects: list[dict[str, Any]]) -> str:
     """Multi-document YAML, as `fairway render` prints it and `kubectl apply -f -` reads it."""
     return yaml_documents(objects)
@@ -153,8 +174,12 @@ def desired(
         if spec.worker.resources:
             container["resources"] = spec.worker.resources
         pod_annotations = {CONFIG_HASH: config_hash}
+        ports = []
+        if spec.worker.health_port:
+            ports.append({"name": "health", "containerPort": spec.worker.health_port, "protocol": "TCP"})
+            container.update(worker_probes())
         if spec.worker.metrics_port:
-            container["ports"] = [{"name": "metrics", "containerPort": spec.worker.metrics_port, "protocol": "TCP"}]
+            ports.append({"name": "metrics", "containerPort": spec.worker.metrics_port, "protocol": "TCP"})
             pod_annotations.update(
                 {
                     "prometheus.io/scrape": "true",
@@ -162,6 +187,8 @@ def desired(
                     "prometheus.io/path": "/metrics",
                 }
             )
+        if ports:
+            container["ports"] = ports
         pod_spec: dict[str, Any] = {
             "terminationGracePeriodSeconds": spec.effective_grace_period,
             "automountServiceAccountToken": spec.worker.automount_service_account_token,

@@ -25,6 +25,7 @@ from kubernetes.client import ApiException
 from fairway.plan.autoscaler import POLL_S
 from fairway.resource.spec import API_GROUP, API_VERSION, PLURAL
 from fairway_operator.desired import DEFAULT_IMAGE, MANAGED_BY
+from fairway_operator.health import Health
 from fairway_operator.kube import Kube
 from fairway_operator.reconcile import Outcome, Reconciler
 from fairway_operator.scaling import Scaler, Supervised
@@ -37,6 +38,7 @@ RESOURCE = (API_GROUP, API_VERSION, PLURAL)
 LOOP_TICK_S = POLL_S  # the scaling poll steps every autoscaler this often, as `fairway up` and the simulator do
 STATUS_INTERVAL_S = 10.0
 PASS_CONCURRENCY = 16
+INDEX_EVERY_S = 2.0  # which supervisors serve a queue on one Redis (for SharedQueue) is looked at this often
 RETRY_DELAY_S = 10.0  # a full pass that met an API error runs again after this long
 
 
@@ -59,6 +61,7 @@ class OperatorState:
     locks: dict[Key, asyncio.Lock] = field(default_factory=dict)  # one pass at a time per supervisor
     refreshed: dict[Key, float] = field(default_factory=dict)  # when each was last observed
     loop_task: asyncio.Task[None] | None = None
+    health: Health = field(default_factory=Health)  # the probes' view: the loop's last tick
 
     @classmethod
     def from_memo(cls, memo: kopf.Memo) -> OperatorState:
@@ -72,7 +75,8 @@ class OperatorState:
             metrics=getattr(memo, "metrics", None),
             readable_secrets=getattr(memo, "redis_secrets", None),
         )
-        return cls(reconciler, namespaces=tuple(options.pop("namespaces", ())), **options)
+        health = getattr(memo, "health", None) or Health()
+        return cls(reconciler, namespaces=tuple(options.pop("namespaces", ())), health=health, **options)
 
 
 OPTIONS = ("namespaces", "loop_tick_s", "status_interval_s", "retry_delay_s")  # memo -> OperatorState
@@ -92,6 +96,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) ->
     memo.state = state = OperatorState.from_memo(memo)
     state.watched.fill(await asyncio.to_thread(state.reconciler.kube.children, state.namespaces))
     state.loop_task = asyncio.create_task(_balance_and_refresh(state))
+    state.health.running()
 
 
 @kopf.on.cleanup()
@@ -253,10 +258,20 @@ async def _balance_and_refresh(state: OperatorState) -> None:
             running.discard(key)
 
     tasks: set[asyncio.Task[None]] = set()
+    indexed_at = -INDEX_EVERY_S
+    indexing: asyncio.Future[Any] | None = None
     try:
+        # Once before any status pass: what each pass says of shared queues is whole from the start.
+        await loop.run_in_executor(pool, reconciler.index_served, list(index.values()))
+        indexed_at = time.monotonic()
         while True:
             await asyncio.sleep(state.loop_tick_s)
+            state.health.ticked()
             now = time.monotonic()
+            if now - indexed_at >= INDEX_EVERY_S and (indexing is None or indexing.done()):
+                # (in a thread: a Secret's URL is read from its watch, which this loop serves)
+                indexing = loop.run_in_executor(pool, reconciler.index_served, list(index.values()))
+                indexed_at = now
             for key in watched.unconfirmed():  # listed at start-up, gone before the watch began
                 retries[key] = now
             resized: list[Supervised] = []

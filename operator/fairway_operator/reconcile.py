@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +27,7 @@ from fairway.queue.access.inspector import Inspector
 from fairway.queue.connection import CONNECTION_ERRORS, RedisClient, connect
 from fairway.resource.manifests import ValidationReport, validate_spec
 from fairway.resource.spec import QueueSupervisorSpec
-from fairway_operator.conditions import now_iso
+from fairway_operator.conditions import BAD_REDIS_URL, REDIS_UNREACHABLE, SECRET_FORBIDDEN, SECRET_UNREADABLE, now_iso
 from fairway_operator.desired import DEFAULT_IMAGE, POOL_KEY, PoolChildren, all_objects, desired
 from fairway_operator.drift import drifted
 from fairway_operator.kube import Kube, names_of
@@ -38,6 +38,7 @@ from fairway_operator.secret_watch import SecretUnreadable, SecretWatches
 
 REDIS_ERRORS: tuple[type[BaseException], ...] = (*CONNECTION_ERRORS, OSError)
 REPUSH_S = 60.0  # pauses and tenant settings are pushed to Redis again after this long, changed or not
+SHARED_NAMED = 3  # others named per shared queue in the status (the rest are counted)
 SPEC_CACHE_SIZE = 4096  # specs remembered; far more than the supervisors one operator watches
 
 
@@ -147,6 +148,8 @@ class Reconciler:
         self.specs = SpecCache()
         self.autoscalers = Autoscalers()  # stepped by the scaling poll (scaling.Scaler)
         self.scaled = ScaledLog()  # what the scaling poll changed, for the next status pass
+        # (Redis, served name) -> the supervisors serving it (index_served, from the loop): _shared reads it.
+        self._served_index: dict[tuple[tuple[str, bool], str], list[tuple[str, str]]] = {}
         self._pushed: dict[tuple[str, str], tuple[QueueSupervisorSpec, RedisClient, float]] = {}
         # Children applied whose watch event has not come back yet: (namespace, kind, name) -> what was
         # applied. A pass that runs before the watch catches up does not apply them again.
@@ -170,6 +173,43 @@ class Reconciler:
             raise SecretNotGranted(ref.name)  # never requested: the API server would refuse it
         return self.secrets.value(namespace, ref.name, ref.key)
 
+    def index_served(self, supervisors: Iterable[Mapping[str, Any]]) -> None:
+        """Which supervisors serve each name on each Redis, from every supervisor the watches hold (so the
+        answer is whole from the first pass after a restart, and the same on every pass): `_shared`
+        reads it. The Redis is told apart by its URL (kept in memory only, never shown)."""
+        index: dict[tuple[tuple[str, bool], str], list[tuple[str, str]]] = {}
+        for body in supervisors:
+            spec = self.specs.report(body).spec
+            if spec is None or body["metadata"].get("deletionTimestamp"):
+                continue
+            key = (body["metadata"].get("namespace", "default"), body["metadata"]["name"])
+            try:
+                where = (self.redis_url(key[0], spec), spec.redis.cluster)
+            except Exception:  # a Secret not readable yet: its status says so; it shares nothing known
+                continue
+            for name in served_names(spec):
+                index.setdefault((where, name), []).append(key)
+        self._served_index = index
+
+    def _shared(self, key: tuple[str, str], spec: QueueSupervisorSpec) -> str | None:
+        """Which of this supervisor's served names another supervisor serves on the same Redis, in words
+        (None: none). Two pools taking from one queue split its jobs by chance, each with its own
+        handlers and settings; both statuses say so (at most SHARED_NAMED others named per name)."""
+        where = (self.redis_url(key[0], spec), spec.redis.cluster)
+        parts = []
+        for name in served_names(spec):
+            others = sorted(k for k in self._served_index.get((where, name), ()) if k != key)
+            if others:
+                named = ", ".join(f"{ns}/{n}" for ns, n in others[:SHARED_NAMED])
+                more = f" and {len(others) - SHARED_NAMED} more" if len(others) > SHARED_NAMED else ""
+                parts.append(f"{name} also served by {named}{more}")
+        if not parts:
+            return None
+        return (
+            f"on the same Redis: {'; '.join(parts)}: their jobs go to whichever supervisor's workers take them "
+            "first; give each supervisor its own queues (or its own Redis)"
+        )
+
     def forget(self, key: tuple[str, str]) -> None:
         """A supervisor is gone: drop what was kept for it."""
         self.autoscalers.forget(key)
@@ -192,9 +232,10 @@ class Reconciler:
 
     def observe_redis(
         self, namespace: str, name: str, spec: QueueSupervisorSpec
-    ) -> tuple[list[QueueStats] | None, list[TenantFigures] | None, str | None]:
+    ) -> tuple[list[QueueStats] | None, list[TenantFigures] | None, tuple[str, str] | None]:
         """Push pauses and the tenant group's settings (when the spec changed, and every REPUSH_S in case
-        Redis lost them), read queue figures and tenant figures; (None, None, reason) when unreachable."""
+        Redis lost them), read queue figures and tenant figures; (None, None, (reason, message)) when
+        they cannot be read, the reason one of conditions.py's (a forbidden Secret is not an outage)."""
         try:
             client = self._redis(namespace, spec)
             if self._push_due((namespace, name), spec, client):
@@ -206,20 +247,20 @@ class Reconciler:
             figures = inspector.tenant_figures(spec.tenants.queue_prefix) if spec.tenants else None
             return stats, figures, None
         except REDIS_ERRORS as exc:
-            return None, None, f"Redis is unreachable: {exc}"
+            return None, None, (REDIS_UNREACHABLE, f"Redis is unreachable: {exc}")
         except SecretNotGranted as exc:
-            return (
-                None,
-                None,
-                (
-                    f"the operator may not read Secret {exc.args[0]!r}: add it to the chart's redisSecrets.names "
-                    "(the operator's --redis-secrets), or set spec.redis.url"
-                ),
+            message = (
+                f"the operator may not read Secret {exc.args[0]!r}: add it to the chart's redisSecrets.names "
+                "(the operator's --redis-secrets), or set spec.redis.url"
             )
+            return None, None, (SECRET_FORBIDDEN, message)
         except SecretUnreadable as exc:
-            return None, None, f"cannot read the Redis URL from its Secret: {exc}"
+            forbidden = "403" in str(exc) or "forbidden" in str(exc).lower()
+            reason = SECRET_FORBIDDEN if forbidden else SECRET_UNREADABLE
+            return None, None, (reason, f"cannot read the Redis URL from its Secret: {exc}")
         except ValueError as exc:  # not a Redis URL at all; the message of a parser may quote it, so not shown
-            return None, None, f"{_url_source(spec)} is not a usable Redis URL ({type(exc).__name__}); {_URL_FIX}"
+            message = f"{_url_source(spec)} is not a usable Redis URL ({type(exc).__name__}); {_URL_FIX}"
+            return None, None, (BAD_REDIS_URL, message)
 
     # -- the pass --------------------------------------------------------------------------------
 
@@ -300,7 +341,8 @@ class Reconciler:
             deployments = [o for o in owned if o["kind"] == "Deployment"]
             current = replicas_by_pool(deployments)
             ready = {o["metadata"]["name"]: (o.get("status") or {}).get("availableReplicas") or 0 for o in deployments}
-            stats, figures, redis_error = self.observe_redis(namespace, name, spec)
+            stats, figures, redis_trouble = self.observe_redis(namespace, name, spec)
+            shared = self._shared((namespace, name), spec) if redis_trouble is None else None
             samples: dict[str, PoolSample] = pool_samples(spec, stats) if stats is not None else {}
             children = self.specs.children(body, spec, self.default_image, current)
             if apply:
@@ -318,7 +360,8 @@ class Reconciler:
             ]
         except ApiException as exc:
             api_error = f"Kubernetes API error {exc.status}: {exc.reason}"
-            stats, figures, redis_error = None, None, None
+            stats, figures, redis_trouble, shared = None, None, None, None
+        redis_error = redis_trouble[1] if redis_trouble else None
         observations = Observations(
             meta.get("generation"),
             report,
@@ -329,6 +372,8 @@ class Reconciler:
             api_error,
             weights=spec.effective_weights(),
             scaled=scaled,
+            redis_reason=redis_trouble[0] if redis_trouble else REDIS_UNREACHABLE,
+            shared=shared,
         )
         status = build_status(observations, previous, now_iso())
         if self.metrics is not None:

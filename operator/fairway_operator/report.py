@@ -54,6 +54,8 @@ class Observations:
     api_error: str | None = None
     weights: Mapping[str, int] = field(default_factory=dict)
     scaled: Mapping[str, Scaled] = field(default_factory=dict)  # pool name -> this pass's change
+    redis_reason: str = c.REDIS_UNREACHABLE  # what kind of trouble redis_error is (conditions.py)
+    shared: str | None = None  # queues another supervisor serves on the same Redis, said in words
 
 
 def parse_status(raw: Mapping[str, Any] | None) -> QueueSupervisorStatus:
@@ -158,30 +160,31 @@ def build_status(obs: Observations, previous: QueueSupervisorStatus, now: str) -
 
     conds = c.set_condition(conds, ConditionType.VALID, True, c.SPEC_VALID, "the spec is valid", gen, now)
     behind = [p for p in obs.pools if p.ready < p.desired]
-    ready = not behind and not obs.api_error
+    ready = not behind and not obs.api_error and not obs.redis_error
+    waiting = ", ".join(f"{p.deployment} {p.ready}/{p.desired}" for p in behind)
+    # READY says at a glance why not: the trouble first (no Redis to serve, or no API to act through;
+    # workers without Redis are not ready either), else the pools still starting.
+    reason, message = c.POOLS_READY, "every pool has its replicas available"
+    if obs.api_error:
+        reason, message = c.API_ERROR, obs.api_error
+    elif obs.redis_error:
+        state = f"pools not ready: {waiting}; " if behind else "pools are up but cannot work: "
+        reason, message = obs.redis_reason, state + obs.redis_error
+    elif behind:
+        reason, message = c.POOLS_NOT_READY, f"pools not ready: {waiting}"
+    conds = c.set_condition(conds, ConditionType.READY, ready, reason, message, gen, now)
     if behind:
-        waiting = ", ".join(f"{p.deployment} {p.ready}/{p.desired}" for p in behind)
-        conds = c.set_condition(
-            conds, ConditionType.READY, False, c.POOLS_NOT_READY, f"pools not ready: {waiting}", gen, now
-        )
         conds = c.set_condition(
             conds, ConditionType.PROGRESSING, True, c.ROLLING_OUT, f"rolling out: {waiting}", gen, now
         )
     else:
-        conds = c.set_condition(
-            conds,
-            ConditionType.READY,
-            ready,
-            c.POOLS_READY if ready else c.POOLS_NOT_READY,
-            "every pool has its replicas available" if ready else "see Degraded",
-            gen,
-            now,
-        )
         conds = c.set_condition(conds, ConditionType.PROGRESSING, False, c.STABLE, "every pool is rolled out", gen, now)
     if obs.api_error:
         conds = c.set_condition(conds, ConditionType.DEGRADED, True, c.API_ERROR, obs.api_error, gen, now)
     elif obs.redis_error:
-        conds = c.set_condition(conds, ConditionType.DEGRADED, True, c.REDIS_UNREACHABLE, obs.redis_error, gen, now)
+        conds = c.set_condition(conds, ConditionType.DEGRADED, True, obs.redis_reason, obs.redis_error, gen, now)
+    elif obs.shared:
+        conds = c.set_condition(conds, ConditionType.DEGRADED, True, c.SHARED_QUEUE, obs.shared, gen, now)
     else:
         conds = c.set_condition(
             conds, ConditionType.DEGRADED, False, c.AS_EXPECTED, "workers and Redis are reachable", gen, now

@@ -46,7 +46,7 @@ def check_port(port: int, host: str, flag: str) -> None:
 
 
 def liveness_address(url: str) -> tuple[str, int]:
-    """The host and port kopf's liveness endpoint will listen on."""
+    """The host and port the probes are served on (fairway_operator.health)."""
     parts = urlsplit(url)
     return parts.hostname or "0.0.0.0", parts.port or 80
 

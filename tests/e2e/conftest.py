@@ -1,96 +1,65 @@
-"""End-to-end on a kind cluster: build the image, install Redis and the chart, drive it with kubectl.
-
-Runs where kind, kubectl, helm and a working Docker engine exist; everywhere else every test here is
-skipped with a reason naming what is missing. See docs/e2e.md.
-"""
+"""The e2e suite on a real single-node Kubernetes (cluster/node.py): the image built as users build it
+and loaded into the node, Redis for the pods, the chart installed by helm as a user installs it (only
+the image repository, tag and pull policy set). tests/e2e/kind/ is the same idea on kind, where kind runs."""
 
 from __future__ import annotations
 
-import subprocess
-import uuid
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from support.kind import IMAGE, NAMESPACE, REDIS, ROOT, Cluster, eventually, missing_tools, sh
+from support.image import IMAGE, build_image, engine_or_skip
+from support.real_cluster import NAMESPACE, ROOT, RealCluster, eventually, start_or_reuse
+
+OPERATOR = "deployment/fairway"  # the release is named as the chart: its full name is "fairway"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    missing = missing_tools()
-    if not missing:
-        return
-    skip = pytest.mark.skip(reason=f"e2e needs kind, kubectl, helm and Docker; missing: {', '.join(missing)}")
-    for item in items:
-        if "e2e" in item.keywords:
-            item.add_marker(skip)
+def unavailable(reason: str) -> None:
+    if os.environ.get("FAIRWAY_E2E_REQUIRED"):
+        pytest.fail(f"the e2e cluster must run here (FAIRWAY_E2E_REQUIRED) but cannot: {reason}")
+    pytest.skip(f"e2e on a real cluster: {reason}")
 
 
 @pytest.fixture(scope="session")
-def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    name = f"fairway-e2e-{uuid.uuid4().hex[:6]}"
-    kubeconfig = tmp_path_factory.mktemp("kind") / "kubeconfig"
-    request.addfinalizer(lambda: sh("kind", "delete", "cluster", "--name", name, check=False))  # cleanup first
-    sh("kind", "create", "cluster", "--name", name, "--kubeconfig", str(kubeconfig), "--wait", "120s", timeout=900)
-    # --network host: a daemon without a bridge (as on this project's machines) has no other network to build on
-    sh("docker", "build", "--network", "host", "-t", IMAGE, str(ROOT), timeout=1200)
-    sh("kind", "load", "docker-image", IMAGE, "--name", name, timeout=600)
-    c = Cluster(name, kubeconfig)
-    sh("kubectl", "--kubeconfig", str(kubeconfig), "create", "namespace", NAMESPACE)
-    c.kubectl("apply", "-f", "-", input=REDIS)
-    c.kubectl("rollout", "status", "deployment/redis", "--timeout=180s", timeout=200)
-    c.kubectl("create", "secret", "generic", "fairway-redis", "--from-literal=url=redis://redis:6379/0")
-    request.addfinalizer(
-        lambda: sh("helm", "--kubeconfig", str(kubeconfig), "uninstall", "fairway", "-n", NAMESPACE, check=False)
-    )
-    sh(
-        "helm",
-        "--kubeconfig",
-        str(kubeconfig),
-        "install",
-        "fairway",
-        str(ROOT / "charts" / "fairway"),
-        "-n",
-        NAMESPACE,
-        "--set",
-        "image.repository=fairway",
-        "--set",
-        "image.tag=e2e",
-        "--set",
-        "image.pullPolicy=Never",
-        "--wait",
-        "--timeout",
-        "5m",
-        timeout=400,
-    )
-    yield c
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
+    got = start_or_reuse(tmp_path_factory.mktemp("cluster"))
+    if isinstance(got, str):
+        unavailable(got)
+    assert isinstance(got, RealCluster)
+    try:
+        yield got
+    finally:
+        got.stop()
+
+
+@pytest.fixture(scope="session")
+def installed(node: RealCluster) -> Iterator[RealCluster]:
+    """The image loaded, Redis running, the chart installed; uninstalled at the end (the uninstall
+    test checks what it leaves)."""
+    if os.environ.get("FAIRWAY_E2E_REQUIRED"):
+        engine = os.popen("docker info >/dev/null 2>&1; echo $?").read().strip()
+        if engine != "0":
+            pytest.fail("the e2e cluster needs a Docker engine to build the image (.ci/docker-engine)")
+    engine_or_skip()
+    build_image()
+    node.load_images(IMAGE)
+    node.start_redis()
+    node.kubectl("create", "namespace", NAMESPACE, namespace=None, check=False)
+    node.kubectl("delete", "secret", "fairway-redis", check=False)
+    node.kubectl("create", "secret", "generic", "fairway-redis", f"--from-literal=url={node.pod_redis_url}")
+    repo, tag = IMAGE.split(":")
+    node.helm(
+        "install", "fairway", str(ROOT / "charts" / "fairway"),
+        "--set", f"image.repository={repo}", "--set", f"image.tag={tag}", "--set", "image.pullPolicy=Never",
+        "--wait", "--timeout", "3m", timeout=240,
+    )  # fmt: skip
+    eventually("the operator Ready", lambda: node.kubectl("rollout", "status", OPERATOR, "--timeout=5s"), 120)
+    yield node
+    node.helm("uninstall", "fairway", "--wait", check=False, timeout=240)
 
 
 @pytest.fixture
-def redis_forward(cluster: Cluster) -> Iterator[str]:
-    """A port-forward to the in-cluster Redis, for the fairway CLI on this machine."""
-    from support.redis_procs import free_port
-
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            "kubectl",
-            "--kubeconfig",
-            str(cluster.kubeconfig),
-            "-n",
-            NAMESPACE,
-            "port-forward",
-            "service/redis",
-            f"{port}:6379",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        import redis
-
-        url = f"redis://127.0.0.1:{port}/0"
-        eventually("port-forward to redis", lambda: redis.Redis.from_url(url).ping(), 60, 1)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(10)
+def cluster_dir(node: RealCluster) -> Path:
+    return node.dir

@@ -35,15 +35,17 @@ def supervisor(i: int, per_namespace: int) -> dict[str, Any]:
     balance = ("none", "simple", "auto")[i % 3]
     spec: dict[str, Any] = {
         "redis": {"secretRef": {"name": "redis", "key": "url"}},
-        "queues": ["high", "default", "low"],
+        # Each supervisor its own queues and tenant group, as teams sharing one Redis have them (two serving
+        # one queue would each be told so: SharedQueue).
+        "queues": [f"s{i}-high", f"s{i}-default", f"s{i}-low"],
         "balance": balance,
         "maxProcesses": 6,
         "worker": {"handlers": ["fairway.builtins"]},
     }
     if balance == "none":
-        spec["queueWeights"] = {"high": 3, "default": 2}
+        spec["queueWeights"] = {f"s{i}-high": 3, f"s{i}-default": 2}
     if i % 4 == 0:
-        spec["tenants"] = {"queuePrefix": "tenant-", "maxConsecutiveJobs": 5}
+        spec["tenants"] = {"queuePrefix": f"t{i}-", "maxConsecutiveJobs": 5}
         if balance == "none":
             spec["tenants"]["weight"] = 3
     return {

@@ -62,6 +62,8 @@ def start_worker(
         "json",
         "--metrics-port",
         "0",
+        "--health-port",
+        "0",
         *args,
     ]
     return WorkerProcess(cmd, {**worker_env(test_redis or redis_url), **(env or {})})

@@ -92,6 +92,15 @@ async def test_the_operator_command_reconciles_serves_liveness_and_stops_on_sigt
                 return False
 
         assert await eventually(healthy, 10)
+
+        async def ready() -> bool:
+            try:
+                async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{port}/readyz") as r:
+                    return r.status == 200
+            except aiohttp.ClientError:
+                return False
+
+        assert await eventually(ready, 10), "ready once kopf runs and its loop ticks"
     finally:
         proc.send_signal(signal.SIGTERM)
         code = await asyncio.wait_for(proc.wait(), 20)

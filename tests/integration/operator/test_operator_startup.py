@@ -21,6 +21,8 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -186,13 +188,24 @@ def test_a_namespace_pattern_is_refused_as_bad_arguments(tmp_path: Path) -> None
     assert "'team-*' is not a namespace name" in result.stderr and "--all-namespaces" in result.stderr
 
 
+def probe(port: int, path: str) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as reply:
+            return int(reply.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+
+
 def test_an_unreachable_api_server_is_retried_with_backoff_and_sigterm_ends_it_cleanly(tmp_path: Path) -> None:
+    """While it waits, the liveness probe answers (an API-server outage never gets it restarted) and
+    the readiness probe says not ready."""
     env = {
         **no_cluster(tmp_path),
         "KUBECONFIG": str(kubeconfig(tmp_path / "config", f"http://127.0.0.1:{free_port()}")),
     }
+    health = free_port()
     cmd = [sys.executable, "-m", "fairway.cli", "operator", "--all-namespaces", "--metrics-port", "0"]
-    cmd += ["--liveness", f"http://127.0.0.1:{free_port()}/healthz"]
+    cmd += ["--liveness", f"http://127.0.0.1:{health}/healthz"]
     log = tmp_path / "operator.log"
     with log.open("w") as out:
         proc = subprocess.Popen(cmd, env={**os.environ, **env}, stdout=out, stderr=out)
@@ -200,6 +213,8 @@ def test_an_unreachable_api_server_is_retried_with_backoff_and_sigterm_ends_it_c
             deadline = time.monotonic() + 20
             while log.read_text().count("is not reachable") < 2 and time.monotonic() < deadline:
                 time.sleep(0.1)
+            assert probe(health, "/healthz") == 200, "alive while waiting for the API server"
+            assert probe(health, "/readyz") == 503, "not ready before kopf runs"
             proc.send_signal(signal.SIGTERM)
             code = proc.wait(20)
         finally:

@@ -133,6 +133,7 @@ async def test_a_secret_the_chart_does_not_grant_is_never_requested(k8s: Emulato
         await create(supervisor("shop"))
         found = await eventually(degraded("elsewhere"), 10)
         assert found and "redisSecrets.names" in found["message"] and "'team-redis'" in found["message"], found
+        assert found["reason"] == "SecretForbidden", "a Secret the operator may not read is not an unreachable Redis"
         assert await eventually(lambda: len(children(k8s, "Deployment")) == 2, 10), "children still applied"
     asked = {r.name for r in REQUESTS[start:] if r.by_operator and r.resource == "secrets"}
     assert asked == {"redis"}, asked

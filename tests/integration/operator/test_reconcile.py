@@ -288,6 +288,26 @@ def degraded(name: str) -> Any:
     return check
 
 
+async def test_two_supervisors_serving_one_queue_on_one_redis_both_say_so(
+    k8s: Emulator, operator: Any, redis_secret: None
+) -> None:
+    """(The two examples applied together once split `default`'s jobs between them with no word in
+    either status.)"""
+    await create(supervisor("shop", queues=["high", "default"]))
+    await create(supervisor("mail", queues=["default", "mail"]))
+    shop, mail = await eventually(degraded("shop")), await eventually(degraded("mail"))
+    assert shop and shop["reason"] == "SharedQueue" and "default also served by " + NS + "/mail" in shop["message"]
+    assert mail and mail["reason"] == "SharedQueue" and "default also served by " + NS + "/shop" in mail["message"]
+    assert "high" not in shop["message"].split(":")[1], "only the queue they share is named"
+    await patch_spec("mail", {"queues": ["mail"]})
+
+    async def cleared() -> bool:
+        c = condition(await get("shop"), "Degraded")
+        return bool(c and c["status"] == "False")
+
+    assert await eventually(cleared), "sharing nothing any more: no longer degraded"
+
+
 async def test_unreachable_redis_is_degraded_not_a_crash(k8s: Emulator, operator: Any) -> None:
     _, _, core = api()
     await asyncio.to_thread(core.create_namespaced_secret, NS, secret(NS, "redis", "redis://127.0.0.1:1/0"))
@@ -295,6 +315,8 @@ async def test_unreachable_redis_is_degraded_not_a_crash(k8s: Emulator, operator
     assert await eventually(lambda: "fairway-shop" in children(k8s, "Deployment")), "workers still deployed"
     found = await eventually(degraded("shop"))
     assert found and found["reason"] == "RedisUnreachable"
+    ready = condition(await get("shop"), "Ready")
+    assert ready and (ready["status"], ready["reason"]) == ("False", "RedisUnreachable"), "READY False at a glance"
 
 
 @pytest.mark.parametrize("url", ["not a url", "http://user:hunter2@r:6379/0", "redis://r:notaport/0"])

@@ -200,3 +200,20 @@ def test_min_processes_zero_is_valid_with_a_tenant_group_in_every_mode(balance: 
 def test_scaling_fields_out_of_range_name_the_field(field: str, value: int, says: str) -> None:
     report = validate_document(supervisor(balance="auto", **{field: value}))
     assert not report.valid and any(says in str(p) for p in report.errors), report.errors
+
+
+def test_worker_pods_have_probes_on_their_health_port_and_requests_by_default() -> None:
+    (deployment,) = deployments(render(supervisor())).values()
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert {"name": "health", "containerPort": 8081, "protocol": "TCP"} in container["ports"]
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
+    assert container["resources"] == {"requests": {"cpu": "100m", "memory": "128Mi"}}, "Burstable, not BestEffort"
+    (cm,) = [o for o in render(supervisor()) if o["kind"] == "ConfigMap"]
+    assert yaml.safe_load(cm["data"]["worker.yaml"])["health_port"] == 8081, "the worker serves where probed"
+
+    own = {"limits": {"memory": "1Gi"}, "requests": {"cpu": "1"}}
+    (deployment,) = deployments(render(supervisor(worker={"resources": own, "healthPort": 0}))).values()
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["resources"] == own, "the spec's resources replace the default"
+    assert "livenessProbe" not in container and "readinessProbe" not in container, "healthPort 0: no probes"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -212,3 +213,31 @@ def test_a_child_found_as_rendered_is_compared_again_only_when_either_side_is_an
     assert reconciler._missing_or_drifted(objects, [owned[0]]) == [dep], "missing"
     rendered_again = copy.deepcopy(cm)  # another spec rendering the same ConfigMap: compared afresh
     assert reconciler._missing_or_drifted([rendered_again], owned) == [] and compared[-1] == "ConfigMap"
+
+
+def test_pods_up_without_redis_are_not_ready_and_say_why_at_a_glance() -> None:
+    conditions = {
+        c["type"]: c for c in status_of(observations(redis_error="Redis is unreachable: refused"))["conditions"]
+    }
+    assert (conditions["Ready"]["status"], conditions["Ready"]["reason"]) == ("False", "RedisUnreachable")
+    assert "cannot work: Redis is unreachable" in conditions["Ready"]["message"]
+    forbidden = replace(
+        observations(redis_error="the operator may not read Secret 'r'"), redis_reason="SecretForbidden"
+    )
+    conditions = {c["type"]: c for c in status_of(forbidden)["conditions"]}
+    assert conditions["Ready"]["reason"] == conditions["Degraded"]["reason"] == "SecretForbidden", "not 'unreachable'"
+
+
+def test_a_queue_another_supervisor_serves_on_the_same_redis_is_degraded_but_ready() -> None:
+    shared = replace(observations(), shared="on the same Redis: high also served by jobs/other: ...")
+    conditions = {c["type"]: c for c in status_of(shared)["conditions"]}
+    assert conditions["Ready"]["status"] == "True"
+    assert (conditions["Degraded"]["status"], conditions["Degraded"]["reason"]) == ("True", "SharedQueue")
+    assert "high also served by jobs/other" in conditions["Degraded"]["message"]
+
+
+def test_kubectl_get_shows_what_is_wrong_in_a_column() -> None:
+    from fairway.resource.crd import crd
+
+    columns = {c["name"]: c["jsonPath"] for c in crd()["spec"]["versions"][0]["additionalPrinterColumns"]}
+    assert columns["Degraded"] == '.status.conditions[?(@.type=="Degraded")].reason'

@@ -68,7 +68,7 @@ def test_crd_shape_for_kubectl() -> None:
     assert version["subresources"] == {"status": {}}
     columns = {c["name"]: c["jsonPath"] for c in version["additionalPrinterColumns"]}
     assert columns["Ready"] == '.status.conditions[?(@.type=="Ready")].status'
-    assert set(columns) == {"Balance", "Queues", "Ready", "Age"}
+    assert set(columns) == {"Balance", "Queues", "Ready", "Degraded", "Age"}
     status = version["schema"]["openAPIV3Schema"]["properties"]["status"]
     assert set(status["properties"]) == {"observedGeneration", "conditions", "pools", "queues", "tenants", "warnings"}
     condition = status["properties"]["conditions"]["items"]

@@ -63,7 +63,7 @@ def dry_run_plan(supervisors: list[tuple[str, Any]]) -> str:
     """What `fairway up` would start, without Redis or processes: each pool's processes and the
     worker settings they would read, as YAML."""
     from fairway.plan.pools import initial_replicas, pools
-    from fairway.plan.worker_config import worker_settings
+    from fairway.plan.worker_config import local_worker_settings
     from fairway.resource.plain import yaml_text
 
     plan = []
@@ -78,7 +78,7 @@ def dry_run_plan(supervisors: list[tuple[str, Any]]) -> str:
                         "pool": pool.name,
                         "serves": list(pool.served),
                         "processes": replicas[pool.name],
-                        "settings": worker_settings(spec, pool).model_copy(update={"metrics_port": 0}).to_config(),
+                        "settings": local_worker_settings(spec, pool).to_config(),
                     }
                     for pool in pools(spec)
                 ],

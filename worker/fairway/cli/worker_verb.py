@@ -190,6 +190,12 @@ def register(verbs: Verbs) -> None:
         help="serve Prometheus /metrics here, on every interface, as Prometheus scrapes a pod's address "
         "(default 9100; 0 = off, e.g. on a shared host; the dashboard, which acts, binds loopback instead)",
     )
+    worker.add_argument(
+        "--health-port",
+        type=int,
+        metavar="PORT",
+        help="serve /healthz and /readyz here, on every interface, for a pod's probes (default 8081; 0 = off)",
+    )
     worker.add_argument("--handlers", action="append", metavar="MODULE", help="module registering handlers")
     worker.add_argument("--tenants", metavar="PREFIX", help="serve the tenant group of queues PREFIX<id>")
     worker.add_argument("--tenant-weight", type=int, dest="tenant_weight", help="the tenant group's weight")

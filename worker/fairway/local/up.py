@@ -27,7 +27,7 @@ from typing import IO, Any, Protocol, TextIO
 
 from fairway.plan.autoscaler import POLL_S, Autoscaler
 from fairway.plan.pools import Pool, initial_replicas, pools
-from fairway.plan.worker_config import worker_settings
+from fairway.plan.worker_config import local_worker_settings
 from fairway.queue.access.admin import Admin
 from fairway.queue.access.demand import DemandReader
 from fairway.queue.access.figures import QueueStats, duration
@@ -133,8 +133,7 @@ class Up:
                 config_path = self.log_dir / f"{slug}.yaml"
                 # The URL (it may hold a password) reaches workers through their environment, as on
                 # Kubernetes, never through a file; files are the user's alone (0600).
-                # Many workers share this host: none serves metrics (a port each would be a surprise).
-                settings = worker_settings(spec, pool).model_copy(update={"metrics_port": 0})
+                settings = local_worker_settings(spec, pool)
                 _write_private(config_path, yaml_text(settings.to_config(), sort_keys=True))
                 log = os.fdopen(
                     os.open(self.log_dir / f"{slug}.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab"

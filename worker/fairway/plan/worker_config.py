@@ -23,6 +23,7 @@ def worker_settings(spec: QueueSupervisorSpec, pool: Pool) -> WorkerSettings:
         retry_after_s=spec.effective_retry_after,
         handlers=list(spec.worker.handlers),
         metrics_port=spec.worker.metrics_port,
+        health_port=spec.worker.health_port,
         log_format="json",
         cluster=spec.redis.cluster,
     )
@@ -33,3 +34,9 @@ def worker_settings(spec: QueueSupervisorSpec, pool: Pool) -> WorkerSettings:
         keep_weight = spec.policy.shared_pool and spec.tenants.weight is not None
         fields["tenants"] = spec.tenants if keep_weight else spec.tenants.model_copy(update={"weight": None})
     return WorkerSettings.model_validate(fields)
+
+
+def local_worker_settings(spec: QueueSupervisorSpec, pool: Pool) -> WorkerSettings:
+    """A pool's settings for processes sharing one host (`fairway up`): no metrics and no probes, whose
+    one port each would clash."""
+    return worker_settings(spec, pool).model_copy(update={"metrics_port": 0, "health_port": 0})

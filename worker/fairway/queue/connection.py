@@ -94,11 +94,9 @@ def check_url(url: str) -> str:
 def connect(url: str, cluster: bool | None = None, *, socket_timeout_s: float = 10.0) -> RedisClient:
     """A client for `url`; Redis Cluster when `cluster` is true, or when None and the server says so."""
     check_url(url)
-    options: dict[str, Any] = {
-        "socket_timeout": socket_timeout_s,
-        "socket_connect_timeout": 5.0,
-        "socket_keepalive": True,
-    }
+    options: dict[str, Any] = {"socket_timeout": socket_timeout_s, "socket_connect_timeout": 5.0}
+    if not url.startswith("unix:"):
+        options["socket_keepalive"] = True  # (TCP's: a Unix socket's connection takes no such option)
     if cluster is None:
         probe = redis.Redis.from_url(url, **options)
         try:

@@ -93,6 +93,8 @@ def _printer_columns() -> list[dict[str, Any]]:
         {"name": "Balance", "type": "string", "jsonPath": ".spec.balance"},
         {"name": "Queues", "type": "string", "jsonPath": ".spec.queues"},
         {"name": "Ready", "type": "string", "jsonPath": '.status.conditions[?(@.type=="Ready")].status'},
+        # What is wrong at a glance (AsExpected, RedisUnreachable, SecretForbidden, SharedQueue, ...)
+        {"name": "Degraded", "type": "string", "jsonPath": '.status.conditions[?(@.type=="Degraded")].reason'},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     ]
 

@@ -181,6 +181,11 @@ class TenantsSpec(SpecModel):
     )
 
 
+# A worker pod's requests unless spec.worker.resources says otherwise: enough to be scheduled as
+# Burstable (not BestEffort, the first evicted), no limit (a limit would recycle a real app).
+DEFAULT_WORKER_RESOURCES: dict[str, Any] = {"requests": {"cpu": "100m", "memory": "128Mi"}}
+
+
 class WorkerSpec(SpecModel):
     image: str | None = Field(
         default=None, max_length=512, description="Worker image; the operator's default when omitted."
@@ -190,7 +195,10 @@ class WorkerSpec(SpecModel):
         max_length=32,
         description="Python modules the worker imports to register its job handlers.",
     )
-    resources: dict[str, Any] | None = Field(default=None, description="Container resources.")
+    resources: dict[str, Any] = Field(
+        default_factory=lambda: dict(DEFAULT_WORKER_RESOURCES),
+        description="Container resources (default: requests of 100m CPU and 128Mi memory, no limit).",
+    )
     env: list[dict[str, Any]] | None = Field(
         default=None, max_length=128, description="Extra container environment variables."
     )
@@ -212,6 +220,13 @@ class WorkerSpec(SpecModel):
         ge=0,
         le=65_535,
         description="Port of the workers' Prometheus /metrics (pods are annotated for scraping); 0 turns it off.",
+    )
+    health_port: int = Field(
+        default=8081,
+        ge=0,
+        le=65_535,
+        description="Port of the workers' /healthz (liveness: the loop is not wedged) and /readyz (it serves); "
+        "the pods' probes use it. 0 turns both off.",
     )
 
 

@@ -46,6 +46,7 @@ SETTING_NAMES: tuple[SettingName, ...] = (
     SettingName("memory_mib", "memory", "memory"),
     SettingName("log_format", None, "log_format"),
     SettingName("metrics_port", None, "metrics_port"),
+    SettingName("health_port", None, "health_port"),
 )
 SPEC_TO_SETTING = {n.spec: n.setting for n in SETTING_NAMES if n.spec is not None}
 FLAG_TO_SETTING = {n.flag: n.setting for n in SETTING_NAMES if n.flag is not None}
@@ -72,6 +73,12 @@ class WorkerSettings(BaseModel):
         ge=0,
         le=65_535,
         description="Port of this worker's Prometheus /metrics; 0 turns it off.",
+    )
+    health_port: int = Field(
+        default=WorkerSpec.model_fields["health_port"].default,
+        ge=0,
+        le=65_535,
+        description="Port of this worker's /healthz and /readyz; 0 turns them off.",
     )
     concurrency: int = Field(
         default=spec_default("concurrency"), ge=1, le=256, description="Jobs this process runs at once."

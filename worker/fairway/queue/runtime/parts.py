@@ -13,6 +13,7 @@ from fairway.queue.access.progress import ProgressBoard
 from fairway.queue.runtime.completions import Completions
 from fairway.queue.runtime.fetch import Fetcher, StandaloneFetcher
 from fairway.queue.runtime.handlers import Registry
+from fairway.queue.runtime.health import WorkerHealth
 from fairway.queue.runtime.housekeeping import Housekeeping
 from fairway.queue.runtime.joblog import JobLog
 from fairway.queue.runtime.leases import Leases
@@ -46,6 +47,7 @@ class WorkerParts:
     starter: Starter  # a reserved job: refused, run here or handed to the pool
     stopping: Stopping
     overlap: Overlap | None  # reserve calls on the wire while jobs run (a pooled worker, standalone Redis)
+    health: WorkerHealth  # what the probes read
 
     @classmethod
     def build(
@@ -76,6 +78,7 @@ class WorkerParts:
             if pool is not None and isinstance(fetcher, StandaloneFetcher)
             else None
         )
+        health = WorkerHealth(runner, signals, settings.block_for_s, clock)
         return cls(
             settings,
             fetcher,
@@ -93,4 +96,5 @@ class WorkerParts:
             starter,
             stopping,
             overlap,
+            health,
         )

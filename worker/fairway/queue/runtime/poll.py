@@ -39,6 +39,7 @@ class Poll:
             self.housekeep()
         p.ledger.write_settles()  # (left over from an outage: written in order before anything new)
         reservations = self._reserve()
+        p.health.served()
         if not reservations and not p.runner.pooled and self.busy:
             self.housekeep()  # going idle (once, not on every poll): move due jobs, heal the active index
             reservations = self._reserve()

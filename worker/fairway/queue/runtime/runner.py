@@ -67,6 +67,11 @@ class Runner:
         return len(self._running) + (self._inline is not None)
 
     @property
+    def running_inline(self) -> bool:
+        """A job runs in this thread now (the loop waits for it)."""
+        return self._inline is not None
+
+    @property
     def pooled(self) -> int:
         return len(self._running)
 

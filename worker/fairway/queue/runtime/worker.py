@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
+from fairway.probes import serve_probes
 from fairway.queue.connection import OUTAGE_ERRORS, is_outage
 from fairway.queue.runtime.fetch import Fetcher
 from fairway.queue.runtime.handlers import Registry
@@ -81,6 +82,11 @@ class Worker:
         log.info("worker %d started: %s", os.getpid(), self.banner())
         if self.settings.metrics_port:
             serve_metrics(p.metrics, self.settings.metrics_port)
+        if self.settings.health_port:
+            try:
+                serve_probes("0.0.0.0", self.settings.health_port, p.health.live, p.health.ready)
+            except OSError as exc:  # (a clash never stops a worker from working)
+                log.warning("probes not served: cannot listen on port %d (%s)", self.settings.health_port, exc)
         if p.signals.install():
             p.runner.watchdog.start()
         p.leases.start()
@@ -98,6 +104,7 @@ class Worker:
         p = self.parts
         backoff = Backoff(p.clock)
         while not p.signals.stopping and not self._should_recycle() and not p.runner.stuck:
+            p.health.ticked()  # (an outage's backoff goes round too: Redis down is no reason to restart)
             try:
                 if self.poll.tick() is Tick.DRAINED:
                     p.signals.reason = "burst: nothing ready or delayed in the served, unpaused queues"
