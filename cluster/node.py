@@ -135,6 +135,7 @@ def build() -> Path:
     out = bin_dir()
     wanted = [*PROGRAMS, "etcd", "pause", "helm"]
     if all((out / name).exists() for name in wanted):
+        say(f"the pinned binaries are built already ({out})")
         return out
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()

@@ -216,7 +216,18 @@ async def child_changed(event: kopf.RawEvent, body: kopf.Body, memo: kopf.Memo, 
         return  # the supervisor is gone (garbage collection removes the child) or it is not ours
     if parent["metadata"].get("deletionTimestamp"):
         return
+    if kind == "Deployment" and not deleted and _pods_moved(body, parent):
+        state.refreshed[supervisor_key(parent)] = 0.0  # a status pass at the next tick: Ready follows the pods
     await _converge(state, parent, force=deleted)
+
+
+def _pods_moved(deployment: Mapping[str, Any], parent: Mapping[str, Any]) -> bool:
+    """The Deployment's available pods differ from what the supervisor's status shows for its pool."""
+    name = deployment["metadata"]["name"]
+    available = (deployment.get("status") or {}).get("availableReplicas") or 0
+    pools = (parent.get("status") or {}).get("pools") or []
+    shown = next((p.get("readyReplicas") or 0 for p in pools if p.get("name") == name), None)
+    return shown is not None and shown != available
 
 
 async def _balance_and_refresh(state: OperatorState) -> None:

@@ -50,8 +50,10 @@ def installed(node: RealCluster) -> Iterator[RealCluster]:
     node.kubectl("delete", "secret", "fairway-redis", check=False)
     node.kubectl("create", "secret", "generic", "fairway-redis", f"--from-literal=url={node.pod_redis_url}")
     repo, tag = IMAGE.split(":")
+    # FAIRWAY_E2E_CHART: another copy of the chart (e.g. one with an RBAC rule removed, to see the suite fail)
+    chart = os.environ.get("FAIRWAY_E2E_CHART") or str(ROOT / "charts" / "fairway")
     node.helm(
-        "install", "fairway", str(ROOT / "charts" / "fairway"),
+        "install", "fairway", chart,
         "--set", f"image.repository={repo}", "--set", f"image.tag={tag}", "--set", "image.pullPolicy=Never",
         "--wait", "--timeout", "3m", timeout=240,
     )  # fmt: skip

@@ -22,7 +22,8 @@ import yaml
 from support.image import IMAGE
 from support.real_cluster import ROOT, RealCluster, eventually
 
-pytestmark = pytest.mark.e2e
+# (the first case also builds the cluster where no build is cached: 6-10 minutes on 2 cores)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800)]
 POOL = "fairway.dev/pool"
 SUPERVISOR = "fairway.dev/supervisor"
 OPERATOR_PODS = "app.kubernetes.io/instance=fairway,app.kubernetes.io/name=fairway"

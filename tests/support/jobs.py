@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import time
 
@@ -171,3 +172,14 @@ def span(seconds: float = 0.0) -> None:
         time.sleep(seconds)
     job = current_job()
     _redis().rpush("test:spans", f"{job.tenant}\t{started}\t{now_ms()}\t{job.enqueued_at_ms}")
+
+
+@job(name="say")
+def say(words: str) -> None:
+    """Write one log line from inside the handler (the worker tags it with the job)."""
+    logging.getLogger("app.handler").warning("handler says %s", words)
+
+
+@job(name="say_async")
+async def say_async(words: str) -> None:
+    logging.getLogger("app.handler").warning("async handler says %s", words)

@@ -252,7 +252,14 @@ async def test_the_resources_tenant_settings_reach_redis_and_run_time_ones_win(
     assert store.show("tenant-", "other").rate == 50.0
 
 
-async def test_ready_follows_the_deployments(k8s: Emulator, operator: Any, redis_secret: None) -> None:
+async def test_ready_follows_the_deployments_at_once(k8s: Emulator, redis_secret: None) -> None:
+    """Within a tick of the pods becoming available, not at the next status pass (10 s by default:
+    here 30 s, so a Ready that waited for it would fail the 5 s below)."""
+    async with running_operator(k8s, status_interval_s=30.0):
+        await _ready_follows_the_deployments(k8s)
+
+
+async def _ready_follows_the_deployments(k8s: Emulator) -> None:
     await create(supervisor(minProcesses=2))
     assert await eventually(lambda: "fairway-shop" in children(k8s, "Deployment"))
 
@@ -273,7 +280,7 @@ async def test_ready_follows_the_deployments(k8s: Emulator, operator: Any, redis
     async def is_ready() -> bool:
         return await ready_status() == "True"
 
-    assert await eventually(is_ready)
+    assert await eventually(is_ready, 5)
     progressing = condition(await get("shop"), "Progressing")
     assert progressing is not None and progressing["status"] == "False"
 

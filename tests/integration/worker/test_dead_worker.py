@@ -35,6 +35,7 @@ def recovery_s(url: str, test_redis: str, *extra: str) -> float:
     assert rescuer.returncode == 0, err[-2000:]
     (line,) = job_lines(out)
     assert (line["outcome"], line["attempt"]) == ("ok", 1), "a lost attempt is given back, not spent"
+    assert line["redelivered"] == 1, "its log line says it ran again because its worker vanished"
     print(f"\nkill -9 to the job running elsewhere: {took:.1f} s")
     return took
 

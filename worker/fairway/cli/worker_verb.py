@@ -32,6 +32,17 @@ TENANT_FLAG_TO_SETTING: dict[str, str] = {
 }
 
 
+def backoff_list(text: str) -> list[int]:
+    """`--backoff 1,5,30`: whole seconds before retry 1, 2, 3... (the last repeats)."""
+    try:
+        values = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not whole seconds separated by commas, e.g. 1,5,30") from None
+    if any(v < 0 for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r}: a backoff cannot be negative")
+    return values
+
+
 def parse_weights(items: list[str]) -> dict[str, int]:
     weights = {}
     for item in items:
@@ -201,6 +212,12 @@ def register(verbs: Verbs) -> None:
     worker.add_argument("--tenant-weight", type=int, dest="tenant_weight", help="the tenant group's weight")
     worker.add_argument("--max-consecutive", type=int, dest="max_consecutive", help="K: jobs in a row per tenant")
     worker.add_argument("--tries", type=int, help="attempts per job unless the job says otherwise (default 1)")
+    worker.add_argument(
+        "--backoff",
+        type=backoff_list,
+        metavar="S,S,...",
+        help="seconds before each retry, e.g. 1,5,30 (the last repeats; 0 = at once; default: at once)",
+    )
     worker.add_argument("--timeout", type=float, help="seconds a job may run")
     worker.add_argument("--max-jobs", type=int, dest="max_jobs", help="jobs before this process recycles (0 = never)")
     worker.add_argument("--max-time", type=float, dest="max_time", help="seconds before recycling")

@@ -39,7 +39,7 @@ SETTING_NAMES: tuple[SettingName, ...] = (
     SettingName("concurrency", "concurrency", "concurrency"),
     SettingName("block_for_s", "block_for", "block_for"),
     SettingName("tries", "tries", "tries"),
-    SettingName("backoff_s", "backoff", None),
+    SettingName("backoff_s", "backoff", "backoff"),
     SettingName("timeout_s", "timeout", "timeout"),
     SettingName("max_jobs", "max_jobs", "max_jobs"),
     SettingName("max_time_s", "max_time", "max_time"),
@@ -61,7 +61,11 @@ class WorkerSettings(BaseModel):
     cluster: bool | None = Field(
         default=None, description="Redis Cluster; None asks the server (INFO cluster) at start."
     )
-    prefix: str = Field(default=DEFAULT_PREFIX, pattern=r"^[A-Za-z0-9_.-]{1,32}$")
+    prefix: str = Field(
+        default=DEFAULT_PREFIX,
+        pattern=r"^[A-Za-z0-9_.-]{1,32}$",
+        description="Key prefix in Redis (producers and workers sharing queues use the same).",
+    )
     queues: list[str] = Field(default_factory=list, description="Served queues, in priority order.")
     weights: dict[str, int] = Field(
         default_factory=dict, description="Queue -> weight; empty means strict left-to-right priority."
@@ -124,7 +128,9 @@ class WorkerSettings(BaseModel):
         "the operator's pods agree, and a limit nobody set recycles no one.",
     )
     burst: bool = Field(default=False, description="Exit 0 once every served queue is empty.")
-    log_format: Literal["text", "json", "none"] = "text"
+    log_format: Literal["text", "json", "none"] = Field(
+        default="text", description="text, json (one object a line: job lines and log lines) or none."
+    )
     maintenance_interval_s: float = Field(
         default=1.0, gt=0, description="How often due delayed jobs and expired reservations are moved."
     )

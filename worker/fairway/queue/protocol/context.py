@@ -78,6 +78,11 @@ def current_job() -> JobContext:
         ) from None
 
 
+def job_running_here() -> JobContext | None:
+    """The job this thread or task runs, or None (for log records: no exception outside a job)."""
+    return _current.get(None)
+
+
 @contextmanager
 def running(context: JobContext) -> Iterator[None]:
     """Make `context` the current job for the code inside (a thread's or a task's own copy)."""

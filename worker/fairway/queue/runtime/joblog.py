@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from typing import Literal, TextIO
 
 from fairway.queue.protocol.calls import Reservation
+from fairway.queue.protocol.context import job_running_here
 from fairway.queue.protocol.job import Job
 
 LogFormat = Literal["text", "json", "none"]
-TEXT_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+TEXT_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s%(job_tag)s"
 
 
 def _iso(ms: int) -> str:
@@ -67,11 +68,14 @@ class JobLog:
                 "outcome": f.outcome,
                 "reserve_seq": f.reserve_seq,
             }
+            if f.reservation.lost:  # run again because a worker holding it vanished (not a spent try)
+                line["redelivered"] = f.reservation.lost
             if f.error:
                 line["error"] = f.error
             self.out.write(json.dumps(line) + "\n")
         else:
-            tail = f" error={f.error!r}" if f.error else ""
+            tail = f" redelivered={f.reservation.lost}" if f.reservation.lost else ""
+            tail += f" error={f.error!r}" if f.error else ""
             self.out.write(
                 f"{_iso(f.finished_ms)} {f.outcome:<6} {f.queue} {f.job.handler} {f.job.id} "
                 f"attempt={f.reservation.attempts} wait={f.wait_ms}ms run={f.run_ms:.1f}ms{tail}\n"
@@ -99,6 +103,22 @@ class JobLog:
         self.out.flush()
 
 
+class JobFields(logging.Filter):
+    """Log records written inside a handler carry its job (id, handler, queue, tenant), so one tenant's
+    or one job's lines can be found: `record.job` (a dict, or None) and `record.job_tag` (text form)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        job = job_running_here()
+        if job is None:
+            record.job, record.job_tag = None, ""
+            return True
+        fields = {"id": job.id, "handler": job.handler, "queue": job.queue, "tenant": job.tenant}
+        record.job = fields
+        tenant = f" tenant={job.tenant}" if job.tenant else ""
+        record.job_tag = f" [job={job.id} handler={job.handler} queue={job.queue}{tenant}]"
+        return True
+
+
 class JsonLogFormatter(logging.Formatter):
     """A log record as one JSON line: event "log", time (UTC ISO), level, logger, message, and the
     traceback as one string when there is one."""
@@ -111,6 +131,9 @@ class JsonLogFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
+        job = getattr(record, "job", None)
+        if job is not None:
+            line["job"] = job
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
         return json.dumps(line, ensure_ascii=False)
@@ -120,5 +143,6 @@ def configure_logging(fmt: LogFormat, level: int | str = logging.INFO) -> None:
     """The process's log lines (and Python's warnings) in the format of its job lines: JSON stays JSON."""
     handler = logging.StreamHandler()
     handler.setFormatter(JsonLogFormatter() if fmt == "json" else logging.Formatter(TEXT_LOG_FORMAT))
+    handler.addFilter(JobFields())
     logging.basicConfig(level=level, handlers=[handler], force=True)
     logging.captureWarnings(True)
