@@ -36,298 +36,17 @@ import socket
 import ssl
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-NODE = "fairway-node"
-NODE_IP = "10.217.0.1"  # on lo inside the namespace: the API server, the kubelet, Redis for the pods
-POD_CIDR = "10.218.0.0/24"
-SERVICE_CIDR = "10.219.0.0/24"
-KUBERNETES_SERVICE_IP = "10.219.0.1"
-API_PORT = 6443
-PAUSE_IMAGE = "docker.io/library/fairway-pause:local"
-PROGRAMS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kubectl")
-PACKAGES = {"containerd": "containerd", "runc": "runc", "/usr/lib/cni/bridge": "containernetworking-plugins"}
+from build import build, check_machine
+from common import API_PORT, DEFAULT_DIR, KUBERNETES_SERVICE_IP, NODE, NODE_IP, SERVICE_CIDR, Missing, run, say
+from files import containerd_config, kubeconfig, kubelet_config, make_pki
+
 SYSCTLS = ("kernel.panic", "kernel.panic_on_oops", "vm.overcommit_memory")  # the kubelet sets these: put back
-VERSION_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
-DEFAULT_DIR = Path(os.environ.get("FAIRWAY_CLUSTER_DIR", "/tmp/fairway-cluster"))
-
-
-class Missing(Exception):
-    """What this machine lacks for a cluster, in one line with the fix."""
-
-
-def say(text: str) -> None:
-    print(f"cluster: {text}", file=sys.stderr, flush=True)
-
-
-def run(*cmd: str, check: bool = True, **kw: object) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(cmd, capture_output=True, text=True, **kw)  # type: ignore[call-overload]
-    if check and done.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd[:4])} exited {done.returncode}: {(done.stderr or done.stdout)[-800:]}")
-    return done  # type: ignore[no-any-return]
-
-
-# -- what the machine needs ----------------------------------------------------------------------
-
-
-def check_machine() -> None:
-    if os.geteuid() != 0:
-        raise Missing(
-            "needs root (a network namespace, containerd and a kubelet): run it as root, or skip the e2e suite"
-        )
-    if shutil.which("go") is None:
-        raise Missing(
-            "needs Go 1.26+ to build the pinned Kubernetes binaries: install it from go.dev/dl and put go on PATH"
-        )
-    missing = [pkg for path, pkg in PACKAGES.items() if not (Path(path).exists() or shutil.which(path))]
-    for tool, pkg in (("ip", "iproute2"), ("iptables", "iptables"), ("nsenter", "util-linux")):
-        if shutil.which(tool) is None:
-            missing.append(pkg)
-    if missing and shutil.which("apt-get"):
-        say(f"installing {', '.join(missing)} from Debian's packages")
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        run("apt-get", "update", "-qq", env=env)
-        run("apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing, env=env)
-        missing = [pkg for path, pkg in PACKAGES.items() if not (Path(path).exists() or shutil.which(path))]
-    if missing:
-        raise Missing(f"needs {', '.join(missing)}: apt-get install {' '.join(missing)}")
-
-
-# -- building ------------------------------------------------------------------------------------
-
-
-def kubernetes_version() -> str:
-    """The k8s.io/kubernetes version go.mod pins (what the binaries say they are)."""
-    for line in (HERE / "go.mod").read_text().splitlines():
-        if line.strip().startswith("k8s.io/kubernetes v"):
-            return line.split()[1]
-    raise RuntimeError("cluster/go.mod pins no k8s.io/kubernetes version")
-
-
-def version_ldflags() -> str:
-    """A build outside Kubernetes' repository has no version stamped in: these stamp the pinned one, so
-    clients (kubectl, helm's kubeVersion checks) see a real server version."""
-    version = kubernetes_version()
-    major, minor = version.lstrip("v").split(".")[:2]
-    stamps = {"gitVersion": version, "gitMajor": major, "gitMinor": minor, "gitTreeState": "clean"}
-    return " ".join(f"-X {pkg}.{k}={v}" for pkg in VERSION_PACKAGES for k, v in stamps.items())
-
-
-def pins_hash() -> str:
-    digest = hashlib.sha256(version_ldflags().encode())
-    for path in sorted([*HERE.glob("go.*"), *HERE.glob("*/go.*"), *HERE.glob("*/*.go")]):
-        digest.update(path.name.encode() + path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
-def bin_dir() -> Path:
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "fairway-cluster" / pins_hash()
-
-
-def build() -> Path:
-    """The pinned programs, built once per machine (Go's module and build caches make a rebuild fast)."""
-    out = bin_dir()
-    wanted = [*PROGRAMS, "etcd", "pause", "helm"]
-    if all((out / name).exists() for name in wanted):
-        say(f"the pinned binaries are built already ({out})")
-        return out
-    out.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
-    env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-trimpath -buildvcs=false"}
-    ldflags = ["-ldflags", version_ldflags()]
-    say("building kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kubectl, etcd, pause, helm")
-    run(
-        "go",
-        "build",
-        *ldflags,
-        "-o",
-        str(out) + "/",
-        *(f"k8s.io/kubernetes/cmd/{p}" for p in PROGRAMS),
-        "./etcd",
-        "./pause",
-        cwd=HERE,
-        env=env,
-        timeout=3600,
-    )
-    run("go", "build", "-o", str(out / "helm"), "helm.sh/helm/v4/cmd/helm", cwd=HERE / "helm", env=env, timeout=3600)
-    say(f"built in {time.monotonic() - started:.0f} s into {out}")
-    return out
-
-
-# -- the node's files ----------------------------------------------------------------------------
-
-
-def openssl(*args: str) -> None:
-    run("openssl", *args)
-
-
-def make_pki(pki: Path) -> None:
-    """A CA, the API server's serving certificate, a client certificate per component, the
-    service-account key pair."""
-    pki.mkdir(parents=True, exist_ok=True)
-    openssl(
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-days",
-        "30",
-        "-subj",
-        "/CN=fairway-test-ca",
-        "-keyout",
-        str(pki / "ca.key"),
-        "-out",
-        str(pki / "ca.crt"),
-    )
-    names = ["kubernetes", "kubernetes.default", "kubernetes.default.svc", "localhost"]
-    addresses = ["127.0.0.1", NODE_IP, KUBERNETES_SERVICE_IP]
-    sans = ",".join([*(f"DNS:{n}" for n in names), *(f"IP:{a}" for a in addresses)])
-    certs = {
-        "apiserver": ("/CN=kube-apiserver", sans),
-        "admin": ("/O=system:masters/CN=fairway-test-admin", None),
-        "apiserver-kubelet": ("/O=system:masters/CN=kube-apiserver-kubelet-client", None),
-        "controller-manager": ("/CN=system:kube-controller-manager", None),
-        "scheduler": ("/CN=system:kube-scheduler", None),
-        "kubelet": (f"/O=system:nodes/CN=system:node:{NODE}", None),
-    }
-    for name, (subject, alt) in certs.items():
-        key, csr, crt = (pki / f"{name}.{ext}" for ext in ("key", "csr", "crt"))
-        openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", subject, "-keyout", str(key), "-out", str(csr))
-        ext = pki / f"{name}.ext"
-        ext.write_text(f"subjectAltName={alt}\n" if alt else "extendedKeyUsage=clientAuth\n")
-        openssl(
-            "x509",
-            "-req",
-            "-in",
-            str(csr),
-            "-CA",
-            str(pki / "ca.crt"),
-            "-CAkey",
-            str(pki / "ca.key"),
-            "-CAcreateserial",
-            "-days",
-            "30",
-            "-extfile",
-            str(ext),
-            "-out",
-            str(crt),
-        )
-    openssl("genrsa", "-out", str(pki / "sa.key"), "2048")
-    openssl("rsa", "-in", str(pki / "sa.key"), "-pubout", "-out", str(pki / "sa.pub"))
-
-
-def kubeconfig(path: Path, server: str, pki: Path, user: str) -> None:
-    doc = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "fairway", "cluster": {"server": server, "certificate-authority": str(pki / "ca.crt")}}],
-        "users": [
-            {
-                "name": user,
-                "user": {"client-certificate": str(pki / f"{user}.crt"), "client-key": str(pki / f"{user}.key")},
-            }
-        ],
-        "contexts": [{"name": "fairway", "context": {"cluster": "fairway", "user": user}}],
-        "current-context": "fairway",
-    }
-    path.write_text(json.dumps(doc, indent=2))  # (JSON is YAML)
-
-
-def containerd_config(d: Path) -> Path:
-    c = d / "containerd"
-    c.mkdir(parents=True, exist_ok=True)
-    config = c / "config.toml"
-    config.write_text(f"""version = 2
-root = "{c}/root"
-state = "{c}/state"
-disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
-                    "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
-[grpc]
-  address = "{c}/containerd.sock"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "{PAUSE_IMAGE}"
-  restrict_oom_score_adj = true
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
-    conf_dir = "{d}/cni"
-""")
-    cni = d / "cni"
-    cni.mkdir(exist_ok=True)
-    (cni / "10-fairway.conflist").write_text(
-        json.dumps(
-            {
-                "cniVersion": "1.0.0",
-                "name": "fairway",
-                "plugins": [
-                    {
-                        "type": "bridge",
-                        "bridge": "cni0",
-                        "isGateway": True,
-                        "ipMasq": False,
-                        "hairpinMode": True,
-                        "ipam": {
-                            "type": "host-local",
-                            "ranges": [[{"subnet": POD_CIDR}]],
-                            "routes": [{"dst": "0.0.0.0/0"}],
-                            "dataDir": str(d / "cni-ipam"),
-                        },
-                    },
-                    {"type": "portmap", "capabilities": {"portMappings": True}},
-                ],
-            },
-            indent=2,
-        )
-    )
-    return config
-
-
-def kubelet_config(d: Path, pki: Path) -> Path:
-    k = d / "kubelet"
-    k.mkdir(parents=True, exist_ok=True)
-    (d / "resolv.conf").write_text(f"nameserver {NODE_IP}\n")
-    config = k / "config.json"
-    config.write_text(
-        json.dumps(
-            {
-                "apiVersion": "kubelet.config.k8s.io/v1beta1",
-                "kind": "KubeletConfiguration",
-                "cgroupDriver": "cgroupfs",
-                "failSwapOn": False,
-                "failCgroupV1": False,
-                "containerRuntimeEndpoint": f"unix://{d}/containerd/containerd.sock",
-                "address": NODE_IP,
-                "readOnlyPort": 0,
-                "healthzBindAddress": "127.0.0.1",
-                "authentication": {
-                    "anonymous": {"enabled": False},
-                    "webhook": {"enabled": True},
-                    "x509": {"clientCAFile": str(pki / "ca.crt")},
-                },
-                "authorization": {"mode": "Webhook"},
-                "clusterDomain": "cluster.local",
-                "resolvConf": str(d / "resolv.conf"),
-                "podLogsDir": str(d / "pod-logs"),
-                # A test machine's disk is whatever it is: no eviction and no image GC (images cannot be pulled again).
-                "evictionHard": {"nodefs.available": "0%", "nodefs.inodesFree": "0%", "imagefs.available": "0%"},
-                "imageGCHighThresholdPercent": 100,
-                "serializeImagePulls": False,
-            },
-            indent=2,
-        )
-    )
-    return config
+FORWARD_PY = Path(__file__).resolve().parent / "forward.py"
 
 
 # -- processes -----------------------------------------------------------------------------------
@@ -502,15 +221,15 @@ def up(d: Path) -> None:
     node.start(
         "forward-in",
         sys.executable,
-        str(Path(__file__).resolve()),
-        "_forward-in",
+        str(FORWARD_PY),
+        "in",
         str(d / "api.sock"),
         f"{NODE_IP}:{API_PORT}",
     )
     # (the outer half runs on this machine's loopback, outside the namespace: not through `inside`)
     log = (node.logs / "forward-out.log").open("ab")
     out = subprocess.Popen(
-        [sys.executable, str(Path(__file__).resolve()), "_forward-out", str(forward), str(d / "api.sock")],
+        [sys.executable, str(FORWARD_PY), "out", str(forward), str(d / "api.sock")],
         stdout=log,
         stderr=log,
         start_new_session=True,
@@ -716,63 +435,7 @@ def remove_cgroups() -> None:
                 top.rmdir()
 
 
-# -- the forwarder: loopback on this machine <-> a Unix socket <-> the API server in the namespace ----
-
-
-def pump(a: socket.socket, b: socket.socket) -> None:
-    try:
-        while data := a.recv(65536):
-            b.sendall(data)
-    except OSError:
-        pass
-    finally:
-        for s in (a, b):
-            with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
-
-
-def serve(listener: socket.socket, connect: Callable[[], socket.socket]) -> None:
-    while True:
-        client, _ = listener.accept()
-        try:
-            upstream = connect()
-        except OSError:
-            client.close()
-            continue
-        for a, b in ((client, upstream), (upstream, client)):
-            threading.Thread(target=pump, args=(a, b), daemon=True).start()
-
-
-def forward_in(path: str, target: str) -> None:
-    host, port = target.rsplit(":", 1)
-    Path(path).unlink(missing_ok=True)
-    listener = socket.socket(socket.AF_UNIX)
-    listener.bind(path)
-    listener.listen(128)
-    serve(listener, lambda: socket.create_connection((host, int(port))))
-
-
-def forward_out(port: str, path: str) -> None:
-    listener = socket.socket()
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", int(port)))
-    listener.listen(128)
-
-    def connect() -> socket.socket:
-        s = socket.socket(socket.AF_UNIX)
-        s.connect(path)
-        return s
-
-    serve(listener, connect)
-
-
 def main() -> int:
-    if len(sys.argv) > 1 and sys.argv[1] == "_forward-in":
-        forward_in(sys.argv[2], sys.argv[3])
-        return 0
-    if len(sys.argv) > 1 and sys.argv[1] == "_forward-out":
-        forward_out(sys.argv[2], sys.argv[3])
-        return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("action", choices=["up", "down", "build", "images"])
     parser.add_argument("images", nargs="*", help="images: the Docker images to load into the node")

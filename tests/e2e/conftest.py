@@ -11,9 +11,17 @@ from pathlib import Path
 import pytest
 
 from support.image import IMAGE, build_image, engine_or_skip
-from support.real_cluster import NAMESPACE, ROOT, RealCluster, eventually, start_or_reuse
+from support.real_cluster import NAMESPACE, ROOT, SAID, RealCluster, eventually, start_or_reuse
 
 OPERATOR = "deployment/fairway"  # the release is named as the chart: its full name is "fairway"
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The cluster's start-up, phase by phase, in the run's output (CI's log keeps its time)."""
+    if SAID:
+        terminalreporter.write_sep("-", "the e2e cluster")
+        for line in SAID:
+            terminalreporter.write_line(line)
 
 
 def unavailable(reason: str) -> None:

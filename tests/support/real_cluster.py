@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 NODE_PY = ROOT / "cluster" / "node.py"
 NAMESPACE = "fairway-e2e"
 REDIS_PORT = 6390  # inside the node's namespace (never this machine's 6379)
+SAID: list[str] = []  # what `./dev cluster up` printed (each phase's time): the e2e conftest shows it at the end
 
 
 def sh(*args: str, input: str | None = None, timeout: float = 600, check: bool = True) -> str:
@@ -149,8 +150,7 @@ def start_or_reuse(tmp: Path) -> RealCluster | str:
     proc = subprocess.run(
         [sys.executable, str(NODE_PY), "up", "--dir", str(d)], capture_output=True, text=True, timeout=3600
     )
-    if sys.__stderr__ is not None:  # (past pytest's capture: each phase's time belongs in the CI log)
-        sys.__stderr__.write(proc.stderr)
+    SAID.extend(line for line in proc.stderr.splitlines() if line.startswith("cluster:"))
     if proc.returncode == 2:
         return proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "cluster/node.py cannot run here"
     if proc.returncode != 0:
