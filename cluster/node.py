@@ -152,42 +152,9 @@ def up(d: Path) -> None:
     ns = ["ip", "netns", "exec", node.netns]
     run(*ns, "ip", "link", "set", "lo", "up")
     run(*ns, "ip", "addr", "add", f"{NODE_IP}/32", "dev", "lo")
-    run(
-        *ns,
-        "iptables",
-        "-t",
-        "nat",
-        "-A",
-        "PREROUTING",
-        "-d",
-        f"{KUBERNETES_SERVICE_IP}/32",
-        "-p",
-        "tcp",
-        "--dport",
-        "443",
-        "-j",
-        "DNAT",
-        "--to-destination",
-        f"{NODE_IP}:{API_PORT}",
-    )
-    run(
-        *ns,
-        "iptables",
-        "-t",
-        "nat",
-        "-A",
-        "OUTPUT",
-        "-d",
-        f"{KUBERNETES_SERVICE_IP}/32",
-        "-p",
-        "tcp",
-        "--dport",
-        "443",
-        "-j",
-        "DNAT",
-        "--to-destination",
-        f"{NODE_IP}:{API_PORT}",
-    )
+    for chain in ("PREROUTING", "OUTPUT"):  # from the pods, and from the node itself
+        rule = ["-d", f"{KUBERNETES_SERVICE_IP}/32", "-p", "tcp", "--dport", "443", "-j", "DNAT"]
+        run(*ns, "iptables", "-t", "nat", "-A", chain, *rule, "--to-destination", f"{NODE_IP}:{API_PORT}")
     run(*ns, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1")
     timings["certificates and network"] = time.monotonic() - phase
 

@@ -34,7 +34,7 @@ from fairway_operator.kube import Kube, names_of
 from fairway_operator.metrics import OperatorMetrics
 from fairway_operator.report import Observations, PoolObservation, build_status, parse_status
 from fairway_operator.scaling import ScaledLog
-from fairway_operator.secret_watch import SecretUnreadable, SecretWatches
+from fairway_operator.secret_watch import SecretForbidden, SecretUnreadable, SecretWatches
 
 REDIS_ERRORS: tuple[type[BaseException], ...] = (*CONNECTION_ERRORS, OSError)
 REPUSH_S = 60.0  # pauses and tenant settings are pushed to Redis again after this long, changed or not
@@ -255,8 +255,7 @@ class Reconciler:
             )
             return None, None, (SECRET_FORBIDDEN, message)
         except SecretUnreadable as exc:
-            forbidden = "403" in str(exc) or "forbidden" in str(exc).lower()
-            reason = SECRET_FORBIDDEN if forbidden else SECRET_UNREADABLE
+            reason = SECRET_FORBIDDEN if isinstance(exc, SecretForbidden) else SECRET_UNREADABLE
             return None, None, (reason, f"cannot read the Redis URL from its Secret: {exc}")
         except ValueError as exc:  # not a Redis URL at all; the message of a parser may quote it, so not shown
             message = f"{_url_source(spec)} is not a usable Redis URL ({type(exc).__name__}); {_URL_FIX}"

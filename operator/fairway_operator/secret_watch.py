@@ -43,6 +43,10 @@ class SecretUnreadable(Exception):
     """The Secret cannot be read (absent, not granted, no answer): the message says which and why."""
 
 
+class SecretForbidden(SecretUnreadable):
+    """The API server refused the operator this Secret (401, 403): RBAC, not an outage."""
+
+
 @dataclass
 class _Followed:
     """What the watch of one Secret last saw (its `data`, None when it does not exist) or why it cannot."""
@@ -50,6 +54,7 @@ class _Followed:
     known: threading.Event = field(default_factory=threading.Event)
     data: dict[str, str] | None = None
     error: str | None = None
+    forbidden: bool = False  # the error is a refusal (401, 403)
     asked: float = field(default_factory=time.monotonic)
     task: asyncio.Task[None] | None = None
 
@@ -80,7 +85,7 @@ class SecretWatches:
         if not followed.known.wait(timeout):
             raise SecretUnreadable(f"no answer yet from the API server about Secret {namespace}/{name}")
         if followed.error is not None:
-            raise SecretUnreadable(followed.error)
+            raise (SecretForbidden if followed.forbidden else SecretUnreadable)(followed.error)
         if followed.data is None:
             raise SecretUnreadable(f"Secret {namespace}/{name} does not exist")
         if key not in followed.data:
@@ -130,7 +135,11 @@ class SecretWatches:
                 if since is None:
                     reply = await self._api.list_named(SECRETS.format(ns=namespace), name)
                     items = [i for i in reply.get("items") or [] if i.get("metadata", {}).get("name") == name]
-                    followed.data, followed.error = (items[0].get("data") or {}) if items else None, None
+                    followed.data, followed.error, followed.forbidden = (
+                        (items[0].get("data") or {}) if items else None,
+                        None,
+                        False,
+                    )
                     followed.known.set()
                     since = str(reply.get("metadata", {}).get("resourceVersion") or "")
                 timeout_s = random.randint(*WATCH_TIMEOUT_S)
@@ -143,9 +152,9 @@ class SecretWatches:
                         raise Refused(int(obj.get("code") or 500), str(obj.get("message") or obj))
                     if obj.get("metadata", {}).get("name") == name:
                         if kind in ("ADDED", "MODIFIED"):
-                            followed.data, followed.error = obj.get("data") or {}, None
+                            followed.data, followed.error, followed.forbidden = obj.get("data") or {}, None, False
                         elif kind == "DELETED":
-                            followed.data, followed.error = None, None
+                            followed.data, followed.error, followed.forbidden = None, None, False
                     since = str(obj.get("metadata", {}).get("resourceVersion") or since)
                 if time.monotonic() - began > BACKOFF_S[0] or since is None:
                     delay = BACKOFF_S[0]
@@ -155,12 +164,12 @@ class SecretWatches:
                 since = None
                 problem = _refusal(namespace, name, exc)
                 if exc.status in (401, 403):  # no longer granted: no longer used
-                    followed.data, followed.error = None, problem
+                    followed.data, followed.error, followed.forbidden = None, problem, True
                     followed.known.set()
             except STREAM_ERRORS as exc:
                 problem = f"the API server did not answer about Secret {namespace}/{name}: {exc!r}"
             if not followed.known.is_set():  # nothing to go on with: a waiting pass learns why
-                followed.error = problem
+                followed.error, followed.forbidden = problem, False
                 followed.known.set()
             log.warning("watching Secret %s/%s: %s; again in %.0f s", namespace, name, problem, delay)
             await asyncio.sleep(delay)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from support.real_cluster import eventually, sh  # noqa: F401  (the kind suite imports them from here)
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE = "fairway:e2e"
@@ -46,28 +46,6 @@ def missing_tools() -> list[str]:
         if engine.returncode != 0:
             missing.append("a running Docker engine")
     return missing
-
-
-def sh(*args: str, input: str | None = None, timeout: float = 600, check: bool = True) -> str:
-    proc = subprocess.run(args, input=input, capture_output=True, text=True, timeout=timeout)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"{' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    return proc.stdout
-
-
-def eventually(what: str, predicate: Callable[[], Any], deadline_s: float, interval_s: float = 2.0) -> Any:
-    """Poll until `predicate` is truthy; fail naming the phase when the deadline passes."""
-    end = time.monotonic() + deadline_s
-    last: Any = None
-    while time.monotonic() < end:
-        try:
-            last = predicate()
-            if last:
-                return last
-        except AssertionError as exc:  # a kubectl call that failed for now
-            last = exc
-        time.sleep(interval_s)
-    raise AssertionError(f"phase '{what}' did not finish within {deadline_s:.0f} s (last: {last!r})")
 
 
 @dataclass

@@ -84,23 +84,15 @@ async def test_the_operator_command_reconciles_serves_liveness_and_stops_on_sigt
         assert found, (tmp_path / "operator.log").read_text()[-3000:]
         assert found["spec"]["template"]["spec"]["containers"][0]["image"] == "example/worker:1"
 
-        async def healthy() -> bool:
+        async def answers(path: str) -> bool:
             try:
-                async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{port}/healthz") as r:
+                async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{port}{path}") as r:
                     return r.status == 200
             except aiohttp.ClientError:
                 return False
 
-        assert await eventually(healthy, 10)
-
-        async def ready() -> bool:
-            try:
-                async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{port}/readyz") as r:
-                    return r.status == 200
-            except aiohttp.ClientError:
-                return False
-
-        assert await eventually(ready, 10), "ready once kopf runs and its loop ticks"
+        assert await eventually(lambda: answers("/healthz"), 10)
+        assert await eventually(lambda: answers("/readyz"), 10), "ready once kopf runs and its loop ticks"
     finally:
         proc.send_signal(signal.SIGTERM)
         code = await asyncio.wait_for(proc.wait(), 20)
