@@ -93,7 +93,7 @@ def test_a_supervisor_comes_up_runs_jobs_and_shows_its_state(installed: RealClus
         input=bad, capture_output=True, text=True,
     )  # fmt: skip
     assert refused.returncode != 0
-    assert "The [queueWeights] option only applies when [balance] is none" in refused.stderr, refused.stderr
+    assert "The [bad.queueWeights] option only applies when [balance] is none" in refused.stderr, refused.stderr
 
 
 def test_a_pool_wakes_from_zero_grows_and_shrinks_sparing_its_busy_pod(installed: RealCluster) -> None:

@@ -84,7 +84,15 @@ def _walk(schema: dict[str, Any], value: Any, path: str, out: list[Rejection]) -
             out.append(Rejection(path + rule.get("fieldPath", ""), f"rule error: {exc}", "cel"))
             continue
         if (isinstance(ok, celpy.celtypes.BoolType) and not bool(ok)) or not isinstance(ok, celpy.celtypes.BoolType):
-            out.append(Rejection(path + rule.get("fieldPath", ""), rule["message"], "cel"))
+            out.append(Rejection(path + rule.get("fieldPath", ""), _message(rule, value), "cel"))
+
+
+def _message(rule: dict[str, Any], value: Any) -> str:
+    """`messageExpression` when the rule has one (what the API server prints), else `message`."""
+    if "messageExpression" not in rule:
+        return str(rule["message"])
+    env = celpy.Environment()
+    return str(env.program(env.compile(rule["messageExpression"])).evaluate({"self": celpy.json_to_cel(value)}))
 
 
 def _schema_rejection(error: jsonschema.ValidationError) -> Rejection:

@@ -53,9 +53,27 @@ local function mark_ready(attempts, jk, at)
   redis.call('HSET', attempts, jk .. READY, at)
 end
 
+-- A job whose handler the worker that took it does not know (a rollout: an old pod took a job for a
+-- new handler) is handed back, no try spent, for a grace period that runs from the first hand-back,
+-- kept in the same hash's `<jk>\thanded` field (ms, Redis clock).
+local HANDED = '\thanded'
+
 -- Forget a job's counters (it is done, or failed for good).
 local function forget_counts(attempts, jk)
-  redis.call('HDEL', attempts, jk, jk .. READY)
+  redis.call('HDEL', attempts, jk, jk .. READY, jk .. HANDED)
+end
+
+-- May the job of reservation `member` be handed back once more (grace_ms after its first hand-back)?
+-- false: its grace is over, and the worker fails it instead.
+local function within_grace(attempts, member, grace_ms, now)
+  local first = redis.call('HGET', attempts, (split_reservation(member)) .. HANDED)
+  return not first or now - tonumber(first) < grace_ms
+end
+
+-- A hand-back is no attempt: the count the reservation took is given back, its first time kept.
+local function count_hand_back(attempts, jk, now)
+  redis.call('HINCRBY', attempts, jk, -1)
+  redis.call('HSETNX', attempts, jk .. HANDED, now)
 end
 
 -- Count one more attempt of a job being reserved; {attempts started, times lost, when it became

@@ -84,7 +84,7 @@ def test_a_job_past_its_timeout_is_stopped_and_counts_as_a_failed_attempt(redis_
     started = time.monotonic()
     out = fairway(
         "worker", "--redis", redis_url, "--queues", "default", "--burst", "--log-format", "json", test_redis=redis_url
-    )
+    )  # a burst run fails a job for a handler it lacks at once
     assert time.monotonic() - started < 10
     (line,) = job_lines(out.stdout)
     assert line["outcome"] == "failed"
@@ -109,7 +109,7 @@ def test_malformed_payload_goes_to_the_failed_store_and_the_worker_carries_on(re
     Client(redis_url).enqueue("noop", queue="default")
     out = fairway(
         "worker", "--redis", redis_url, "--queues", "default", "--burst", "--log-format", "json", test_redis=redis_url
-    )
+    )  # a burst run fails a job for a handler it lacks at once
     assert out.returncode == 0
     assert [line["outcome"] for line in job_lines(out.stdout)] == ["ok"]
     (record,) = Inspector(connect(redis_url)).failed_records("default")
@@ -160,7 +160,7 @@ def test_a_payload_naming_an_arbitrary_function_fails_as_unregistered(redis_url:
     redis.Redis.from_url(redis_url).rpush("fairway:{default}:ready", json.dumps(doc))
     out = fairway(
         "worker", "--redis", redis_url, "--queues", "default", "--burst", "--log-format", "json", test_redis=redis_url
-    )
+    )  # a burst run fails a job for a handler it lacks at once
     (line,) = job_lines(out.stdout)
     assert line["outcome"] == "failed"
     assert "UnknownHandler" in line["error"]
@@ -297,7 +297,7 @@ def test_a_document_pushed_to_another_queue_than_it_names_never_runs(redis_url: 
     Client(redis_url).enqueue("noop", queue="default")
     out = fairway(
         "worker", "--redis", redis_url, "--queues", "default", "--burst", "--log-format", "json", test_redis=redis_url
-    )
+    )  # a burst run fails a job for a handler it lacks at once
     assert out.returncode == 0, out.stderr
     assert [line["outcome"] for line in job_lines(out.stdout)] == ["ok"]
     records = {rec["id"]: rec for rec in Inspector(connect(redis_url)).failed_records("default")}

@@ -7,11 +7,13 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any, cast
 
+import pytest
 import redis
 
 from fairway.queue.protocol.calls import Ack, Reservation
 from fairway.queue.protocol.job import JobError, decode, new_job
 from fairway.queue.runtime.execution import Attempt, Outcome
+from fairway.queue.runtime.handlers import Registry
 from fairway.queue.runtime.housekeeping import Housekeeping
 from fairway.queue.runtime.ledger import Ledger
 from fairway.queue.runtime.runner import Runner
@@ -38,6 +40,12 @@ class RedisSide:
     def fail(self, reservation: Reservation, job_id: str, record: dict[str, Any], wait_bucket: int = -1) -> None:
         self._call("fail", reservation.member, job_id, record["exception"])
 
+    def hand_back(self, reservation: Reservation, delay_ms: int, grace_ms: int) -> bool:
+        self._call("hand_back", reservation.member, delay_ms, grace_ms)
+        return not self.grace_over
+
+    grace_over = False
+
     def send_acks(self, acks: Sequence[Ack]) -> None:
         self._call("acks", *[r.member for r, _ in acks])
 
@@ -55,7 +63,7 @@ def reservation(n: int, attempts: int = 1, *, max_tries: int | None = None) -> R
 def settle(attempt: Attempt, attempts: int = 1, tries: int = 3) -> tuple[Outcome, Ledger, RedisSide]:
     side, ledger = RedisSide(), Ledger()
     r = reservation(1, attempts)
-    outcome = Settler(ledger, side, WorkerSettings(queues=["default"], tries=tries)).settle(
+    outcome = Settler(ledger, side, WorkerSettings(queues=["default"], tries=tries), Registry()).settle(
         r, decode(r.payload), attempt, 0
     )
     return outcome, ledger, side
@@ -69,7 +77,7 @@ def test_a_success_is_an_ack_sent_with_the_next_call() -> None:
 def test_a_failed_attempt_with_tries_left_is_released_after_its_backoff() -> None:
     outcome, ledger, side = settle(Attempt(Outcome.RETRY, "Boom: x"), attempts=1, tries=3)
     ledger.write_settles()
-    delay_ms = int(WorkerSettings(queues=["default"]).backoff_for(1) * 1000)
+    delay_ms = 0  # the worker's default backoff: at once
     assert outcome is Outcome.RETRY and side.calls == [("release", b"j1\tw:1.1", delay_ms)]
 
 
@@ -82,9 +90,26 @@ def test_the_last_try_and_a_refusal_are_failure_records() -> None:
     assert outcome is Outcome.FAILED and side.calls == [("fail", b"j1\tw:1.1", "j1", "UnknownHandler")]
 
 
+def test_an_unknown_handler_is_handed_back_until_its_grace_is_over_then_failed() -> None:
+    outcome, ledger, side = settle(Attempt(Outcome.HANDED_BACK, "UnknownHandler: h"), attempts=1)
+    ledger.write_settles()
+    grace_ms = int(WorkerSettings(queues=["default"]).unknown_handler_grace_s * 1000)
+    assert outcome is Outcome.HANDED_BACK and side.calls == [("hand_back", b"j1\tw:1.1", 5000, grace_ms)]
+
+    outcome, ledger, side = settle(Attempt(Outcome.HANDED_BACK, "UnknownHandler: h"), attempts=1)
+    side.grace_over, side.down = True, True
+    with pytest.raises(Outage):  # an outage: kept, and the whole step runs again
+        ledger.write_settles()
+    assert len(ledger) == 1
+    side.down = False
+    ledger.write_settles()
+    assert [c[0] for c in side.calls] == ["hand_back", "fail"] and side.calls[1][3] == "UnknownHandler"
+    assert len(ledger) == 0
+
+
 def test_a_malformed_document_is_failed_under_its_id_or_its_digest() -> None:
     side, ledger = RedisSide(), Ledger()
-    settler = Settler(ledger, side, WorkerSettings(queues=["default"]))
+    settler = Settler(ledger, side, WorkerSettings(queues=["default"]), Registry())
     bad = Reservation("default", b"not json", 1, member=b"#x\tw:1.1")
     assert settler.malformed(bad, JobError("not JSON")) == hashlib.sha1(b"not json").hexdigest()
     assert settler.malformed(bad, JobError("bad", job_id="given")) == "given"

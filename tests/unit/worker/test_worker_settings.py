@@ -15,12 +15,7 @@ def settings(**kw: object) -> WorkerSettings:
 def test_defaults() -> None:
     s = settings()
     assert s.retry_after_ms == 4_000, "a lease renewed while the job runs: short, whatever the timeout"
-    assert s.backoff_for(1) == 0
-
-
-def test_backoff_repeats_its_last_value() -> None:
-    s = settings(backoff_s=[1, 5, 30])
-    assert [s.backoff_for(n) for n in (1, 2, 3, 4, 9)] == [1, 5, 30, 30, 30]
+    assert s.backoff_s == [] and s.unknown_handler_grace_s == 300
 
 
 @pytest.mark.parametrize(

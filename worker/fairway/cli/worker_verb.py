@@ -219,6 +219,14 @@ def register(verbs: Verbs) -> None:
         help="seconds before each retry, e.g. 1,5,30 (the last repeats; 0 = at once; default: at once)",
     )
     worker.add_argument("--timeout", type=float, help="seconds a job may run")
+    worker.add_argument(
+        "--unknown-handler-grace",
+        type=float,
+        dest="unknown_handler_grace",
+        metavar="SECONDS",
+        help="hand a job whose handler this worker lacks back to other workers for this long (a rolling "
+        "deploy; no try spent) before failing it (default 300; with --burst 0; 0 = fail at once)",
+    )
     worker.add_argument("--max-jobs", type=int, dest="max_jobs", help="jobs before this process recycles (0 = never)")
     worker.add_argument("--max-time", type=float, dest="max_time", help="seconds before recycling")
     worker.add_argument("--memory", type=int, help="MiB of RSS before recycling")

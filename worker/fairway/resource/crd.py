@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from fairway.resource.rules import rules_for
+from fairway.resource.rules import crd_validations
 from fairway.resource.spec import API_GROUP, API_VERSION, KIND, PLURAL, QueueSupervisorSpec
 from fairway.resource.status import QueueSupervisorStatus
 
@@ -71,17 +71,8 @@ def spec_schema() -> dict[str, Any]:
     """The spec's structural schema with the CEL rules attached where each applies."""
     schema = _model_schema(QueueSupervisorSpec)
     for scope, node in (("spec", schema), ("spec.redis", schema["properties"]["redis"])):
-        rules = rules_for(scope)
-        node["x-kubernetes-validations"] = [
-            {"rule": rule.cel, "message": rule.text(), **_field_path(rule.field, scope)} for rule in rules
-        ]
+        node["x-kubernetes-validations"] = crd_validations(scope)
     return schema
-
-
-def _field_path(field: str, scope: str) -> dict[str, str]:
-    """fieldPath is relative to the object the rule sits on; kubectl shows it next to the message."""
-    relative = field.removeprefix(scope)
-    return {"fieldPath": relative} if relative.startswith(".") else {}
 
 
 def status_schema() -> dict[str, Any]:
@@ -127,6 +118,7 @@ def crd() -> dict[str, Any]:
                             "type": "object",
                             "description": "A pool of Fairway workers serving Redis queues fairly.",
                             "required": ["spec"],
+                            "x-kubernetes-validations": crd_validations(""),
                             "properties": {
                                 "apiVersion": {"type": "string"},
                                 "kind": {"type": "string"},

@@ -40,6 +40,27 @@ class SpecRule:
     def text(self, name: str = "") -> str:
         return self.message.format(name=f"{name}." if name else "")
 
+    @property
+    def named(self) -> bool:
+        """A message that names the object: CEL can read `metadata.name` only on the object's root."""
+        return "{name}" in self.message
+
+    def crd_entry(self) -> tuple[str, dict[str, str]]:
+        """Where the rule sits in the CRD ("" for the root) and its `x-kubernetes-validations` entry.
+
+        A named rule is placed on the root with `self` rebased onto the rule's scope and a
+        `messageExpression` that splices in `metadata.name`, so the API server prints the same words
+        as `fairway validate` ("[shop.queueWeights]"); `message` stays as the fallback.
+        """
+        if not self.named:
+            return self.scope, {"rule": self.cel, "message": self.text(), **_field_path(self.field, self.scope)}
+        rule = re.sub(r"\bself\.", f"self.{self.scope}.", self.cel)
+        before, after = self.message.split("{name}")
+        assert '"' not in self.message and "\\" not in self.message, "messageExpression quotes the message"
+        expression = f'"{before}" + self.metadata.name + ".{after}"'
+        entry = {"rule": rule, "message": self.text(), "messageExpression": expression}
+        return "", {**entry, **_field_path(self.field, "")}
+
 
 @dataclass(frozen=True)
 class SpecRuleViolation:
@@ -184,5 +205,12 @@ def spec_violations(obj: Any, scope: str, name: str = "") -> list[SpecRuleViolat
     ]
 
 
-def rules_for(scope: str) -> list[SpecRule]:
-    return [rule for rule in RULES if rule.scope == scope]
+def crd_validations(where: str) -> list[dict[str, str]]:
+    """The `x-kubernetes-validations` entries for the CRD object at `where` ("" is the root)."""
+    return [entry for rule in RULES for at, entry in [rule.crd_entry()] if at == where]
+
+
+def _field_path(field: str, scope: str) -> dict[str, str]:
+    """fieldPath is relative to the object the rule sits on; kubectl shows it next to the message."""
+    relative = f".{field}" if not scope else field.removeprefix(scope)
+    return {"fieldPath": relative} if relative.startswith(".") else {}

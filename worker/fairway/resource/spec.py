@@ -312,6 +312,14 @@ class QueueSupervisorSpec(SpecModel):
         "reserved job is handed out again. Workers renew their jobs' reservations while they run, so any "
         "job timeout is safe; default 4.",
     )
+    unknown_handler_grace: int = Field(
+        default=300,
+        ge=0,
+        le=86_400,
+        description="Seconds a job whose handler its worker does not know is handed back for another worker "
+        "(no try spent; from its first hand-back) before it fails: in a rolling deploy, old pods give a new "
+        "handler's jobs to the new pods instead of failing them. 0 = fail at once.",
+    )
     max_jobs: int = Field(default=0, ge=0, description="Jobs before a worker recycles itself; 0 = never.")
     max_time: int = Field(default=0, ge=0, description="Seconds before a worker recycles itself; 0 = never.")
     memory: int = Field(

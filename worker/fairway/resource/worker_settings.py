@@ -41,6 +41,7 @@ SETTING_NAMES: tuple[SettingName, ...] = (
     SettingName("tries", "tries", "tries"),
     SettingName("backoff_s", "backoff", "backoff"),
     SettingName("timeout_s", "timeout", "timeout"),
+    SettingName("unknown_handler_grace_s", "unknown_handler_grace", "unknown_handler_grace"),
     SettingName("max_jobs", "max_jobs", "max_jobs"),
     SettingName("max_time_s", "max_time", "max_time"),
     SettingName("memory_mib", "memory", "memory"),
@@ -112,6 +113,13 @@ class WorkerSettings(BaseModel):
         "past its reservation) and run again without spending a try; the next time it is failed as a "
         "poison pill (Sidekiq Pro's rule), since it probably kills whatever runs it.",
     )
+    unknown_handler_grace_s: float = Field(
+        default=spec_default("unknown_handler_grace"),
+        ge=0,
+        le=86_400,
+        description="Seconds a job for a handler this worker does not know is handed back for another "
+        "worker (no try spent) before it fails; 0 = fail at once (a burst run's default).",
+    )
     kill_grace_s: float = Field(
         default=10,
         ge=0,
@@ -134,6 +142,15 @@ class WorkerSettings(BaseModel):
     maintenance_interval_s: float = Field(
         default=1.0, gt=0, description="How often due delayed jobs and expired reservations are moved."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _burst_fails_unknown_handlers(cls, data: Any) -> Any:
+        """A burst run does what it can and exits: a job for a handler it lacks fails at once (it would
+        otherwise keep the run alive for the whole grace), unless a grace is set explicitly."""
+        if isinstance(data, dict) and data.get("burst") and "unknown_handler_grace_s" not in data:
+            return {**data, "unknown_handler_grace_s": 0}
+        return data
 
     @field_validator("queues", "paused")
     @classmethod
@@ -185,12 +202,6 @@ class WorkerSettings(BaseModel):
     @property
     def retry_after_ms(self) -> int:
         return int((self.retry_after_s if self.retry_after_s is not None else DEFAULT_RETRY_AFTER_S) * 1000)
-
-    def backoff_for(self, attempt: int) -> float:
-        """Seconds before retrying after failed attempt number `attempt` (1-based)."""
-        if not self.backoff_s:
-            return 0.0
-        return float(self.backoff_s[min(attempt, len(self.backoff_s)) - 1])
 
     def to_config(self) -> dict[str, Any]:
         """The config file's contents (what the operator mounts): never the Redis URL, which holds secrets."""

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from fairway.queue.access.producer import Producer
 from fairway.queue.access.progress import ProgressBoard
 from fairway.queue.access.tenant_settings import TenantSettingsStore, TenantView, checked_settings
 from fairway.queue.connection import RedisClient, connect, redis_url_from_env
+from fairway.queue.protocol.declared import declared_by
 from fairway.queue.protocol.job import (
     MAX_DOCUMENT_BYTES,
     OPTION_NAMES,
@@ -56,6 +57,25 @@ def check_kwargs(kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
     return dict(kwargs)
 
 
+# A handler as producers name it: its registered name, or the function `@fairway.job` registered.
+HandlerRef = str | Callable[..., Any]
+
+
+def handler_and_queue(handler: HandlerRef, queue: str | None, tenant: str | None) -> tuple[str, str | None]:
+    """The handler's name and the queue to use: a function `@fairway.job` registered brings its name
+    and, when the call names no queue or tenant, its declared `queue`."""
+    if isinstance(handler, str):
+        return handler, queue
+    declared = declared_by(handler)
+    if declared is None:
+        raise JobError(
+            f"handler {handler!r:.80} is neither a handler name nor a function registered with @fairway.job; "
+            "pass its name, e.g. enqueue('emails.send', ...)",
+            code="BAD_HANDLER",
+        )
+    return declared.name, queue if queue is not None or tenant is not None else declared.queue
+
+
 class Client:
     def __init__(
         self,
@@ -88,7 +108,7 @@ class Client:
 
     def enqueue(
         self,
-        handler: str,
+        handler: HandlerRef,
         *args: Any,
         kwargs: Mapping[str, Any] | None = None,
         queue: str | None = None,
@@ -103,8 +123,10 @@ class Client:
         keyword arguments go in `kwargs={...}` (any names, `queue` or `timeout` included), so they never
         mix with the options: `delay` and `timeout` in seconds, `job_id` to replace the generated id
         (after a timeout, outcome unknown, enqueue again with the same id so handlers can dedupe).
-        Any other keyword is refused (JobError BAD_OPTION), never passed on to the handler."""
+        Any other keyword is refused (JobError BAD_OPTION), never passed on to the handler. `handler` is
+        a name, or the function itself when `@fairway.job` registered it (its `queue=` is the default)."""
         refuse_unknown_options("enqueue", unknown)
+        handler, queue = handler_and_queue(handler, queue, tenant)
         target = self._queue_for(queue, tenant)
         job = new_job(
             handler,
@@ -126,7 +148,7 @@ class Client:
 
     def enqueue_many(
         self,
-        handler: str,
+        handler: HandlerRef,
         calls: Iterable[Sequence[Any]],
         *,
         kwargs: Mapping[str, Any] | None = None,
@@ -137,6 +159,7 @@ class Client:
         """Enqueue one job per argument tuple in `calls`, pipelined; returns the ids in order (an empty
         `calls` writes nothing and returns []). `kwargs`, when given, goes to every job."""
         refuse_unknown_options("enqueue_many", unknown)
+        handler, queue = handler_and_queue(handler, queue, tenant)
         target = self._queue_for(queue, tenant)
         shared = check_kwargs(kwargs)
         jobs = [new_job(handler, target, list(call), shared, tenant=tenant) for call in calls]
@@ -149,7 +172,7 @@ class Client:
 
     def enqueue_chunked(
         self,
-        handler: str,
+        handler: HandlerRef,
         rows: Sequence[Any],
         *,
         chunk_size: int = 500,

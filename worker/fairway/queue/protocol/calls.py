@@ -97,8 +97,8 @@ class QueueFamily:
     def ack(self, member: bytes, wait_bucket: int) -> ScriptCall:
         return ack(self.keys, member)
 
-    def release(self, member: bytes, delay_ms: int, wait_bucket: int) -> ScriptCall:
-        return release(self.keys, self.active, member, delay_ms)
+    def release(self, member: bytes, delay_ms: int, wait_bucket: int, grace_ms: int | None = None) -> ScriptCall:
+        return release(self.keys, self.active, member, delay_ms, grace_ms)
 
     def fail(self, member: bytes, job_id: str, record: str, wait_bucket: int) -> ScriptCall:
         return fail(self.keys, member, job_id, record)
@@ -118,8 +118,8 @@ class GroupFamily:
     def ack(self, member: bytes, wait_bucket: int) -> ScriptCall:
         return ack_tenant(self.group.keys, member, wait_bucket)
 
-    def release(self, member: bytes, delay_ms: int, wait_bucket: int) -> ScriptCall:
-        return release_tenant(self.group, self.active, member, delay_ms, wait_bucket)
+    def release(self, member: bytes, delay_ms: int, wait_bucket: int, grace_ms: int | None = None) -> ScriptCall:
+        return release_tenant(self.group, self.active, member, delay_ms, wait_bucket, grace_ms)
 
     def fail(self, member: bytes, job_id: str, record: str, wait_bucket: int) -> ScriptCall:
         return fail_tenant(self.group, member, job_id, record, wait_bucket)
@@ -253,22 +253,36 @@ def ack_tenant(g: TenantGroupKeys, member: bytes, wait_bucket: int) -> ScriptCal
     return ScriptCall("ack_tenant", [g.reserved], [g.base, member, wait_bucket])
 
 
-def release(k: QueueKeys, active: str | None, member: bytes, delay_ms: int) -> ScriptCall:
+def release(k: QueueKeys, active: str | None, member: bytes, delay_ms: int, grace_ms: int | None = None) -> ScriptCall:
+    """A retry after its backoff; with `grace_ms`, a hand-back (no try spent: this worker does not know
+    the handler), which returns 2 instead once the job's grace from its first hand-back is over."""
     return ScriptCall(
         "release",
         [k.reserved, k.delayed, k.ready, k.notify, k.leased, k.attempts, *_active(active)],
-        [member, delay_ms, k.queue],
+        [member, delay_ms, k.queue, *_grace(grace_ms)],
     )
 
 
 def release_tenant(
-    group: TenantGroup, active: str | None, member: bytes, delay_ms: int, wait_bucket: int
+    group: TenantGroup,
+    active: str | None,
+    member: bytes,
+    delay_ms: int,
+    wait_bucket: int,
+    grace_ms: int | None = None,
 ) -> ScriptCall:
     return ScriptCall(
         "release_tenant",
         [group.keys.reserved, *_active(active)],
-        [*group.argv(), member, delay_ms, wait_bucket, group.name],
+        [*group.argv(), member, delay_ms, wait_bucket, group.name, *_grace(grace_ms)],
     )
+
+
+HANDED_BACK, GRACE_OVER = 1, 2  # what a hand-back's release call returns (0: the lease was gone)
+
+
+def _grace(grace_ms: int | None) -> list[int]:
+    return [] if grace_ms is None else [grace_ms]
 
 
 def fail(k: QueueKeys, member: bytes, job_id: str, record: str) -> ScriptCall:

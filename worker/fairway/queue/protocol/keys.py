@@ -51,7 +51,8 @@ QUEUE_KEYS: tuple[KeyPart, ...] = (
     KeyPart(
         "attempts",
         "hash",
-        "job id -> attempts started (+ 2^20 x times lost); `<job id>\\tready` -> when it was ready again (ms)",
+        "job id -> attempts started (+ 2^20 x times lost); `<job id>\\tready` -> when it was ready again (ms); "
+        "`<job id>\\thanded` -> when a worker first handed it back, not knowing its handler (ms)",
     ),
     KeyPart("leased", "hash", "job id -> `<tag>\\t<document>`, for each reservation: one per job"),
     KeyPart("failed", "hash", "job id -> failure record (JSON: payload, exception, message, traceback, attempts)"),
@@ -78,7 +79,7 @@ TENANT_GROUP_KEYS: tuple[KeyPart, ...] = (
         "attempts",
         "hash",
         "`<tenant id>\\t<job id>` -> attempts started (+ 2^20 x times lost); with `\\tready` -> when it was "
-        "ready again (ms)",
+        "ready again (ms); with `\\thanded` -> when it was first handed back (ms)",
     ),
     KeyPart("leased", "hash", "`<tenant id>\\t<job id>` -> `<tag>\\t<document>`, for each reservation"),
     KeyPart("inflight", "hash", "tenant id -> jobs reserved now (what `maxInFlight` caps)"),

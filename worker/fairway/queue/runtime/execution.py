@@ -24,6 +24,7 @@ class Outcome(StrEnum):
     OK = "ok"  # acknowledged
     RETRY = "retry"  # the attempt failed and the job has tries left: released, after its backoff
     FAILED = "failed"  # moved to the failed store for good
+    HANDED_BACK = "handed_back"  # this worker does not know its handler: back for another, no try spent
 
 
 @dataclass(frozen=True)

@@ -130,6 +130,12 @@ class Fetcher(ABC):
         """A failed attempt with tries left goes back, after `delay_ms` (backoff) or at once."""
         return bool(self.scripts.run(reservation.settles.release(reservation.member, delay_ms, wait_bucket)))
 
+    def hand_back(self, reservation: Reservation, delay_ms: int, grace_ms: int) -> bool:
+        """A job for a handler this worker does not know goes back for another worker, no try spent;
+        False when its grace (from its first hand-back) is over and it is still leased here."""
+        call = reservation.settles.release(reservation.member, delay_ms, NO_WAIT_BUCKET, grace_ms)
+        return int(self.scripts.run(call)) != calls.GRACE_OVER
+
     def fail(
         self, reservation: Reservation, job_id: str, record: dict[str, Any], wait_bucket: int = NO_WAIT_BUCKET
     ) -> None:

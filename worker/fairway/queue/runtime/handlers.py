@@ -10,10 +10,13 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from collections.abc import Callable, Iterable
+import traceback
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar, overload
 
-from fairway.queue.protocol.job import HANDLER_PATTERN
+from fairway.queue.protocol.declared import DECLARATION_ATTRIBUTE, Declared, Limits, declare, limits
+from fairway.queue.protocol.job import HANDLER_PATTERN, Job
+from fairway.resource.worker_settings import WorkerSettings
 
 Handler = Callable[..., Any]
 F = TypeVar("F", bound=Handler)
@@ -26,8 +29,9 @@ class UnknownHandler(LookupError):
 class Registry:
     def __init__(self) -> None:
         self._handlers: dict[str, Handler] = {}
+        self._declared: dict[str, Declared] = {}
 
-    def register(self, name: str, func: Handler) -> None:
+    def register(self, name: str, func: Handler, declared: Declared | None = None) -> None:
         if not HANDLER_PATTERN.fullmatch(name):
             raise ValueError(f"handler name {name!r} must match {HANDLER_PATTERN.pattern}")
         existing = self._handlers.get(name)
@@ -37,19 +41,32 @@ class Registry:
                 "another name with @fairway.job(name=...)"
             )
         self._handlers[name] = func
+        self._declared[name] = declared or Declared(name)
 
     def get(self, name: str) -> Handler:
-        try:
-            return self._handlers[name]
-        except KeyError:
-            # A module-qualified name (myapp.jobs.send) finds the handler its bare decorator registered.
-            found = self._handlers.get(name.rpartition(".")[2])
-            if found is not None and _path(found) == name:
-                return found
+        found = self._resolve(name)
+        if found is None:
             raise UnknownHandler(
                 f"no handler named {name!r} is registered; load the module that defines it with "
                 "--handlers MODULE (registered: " + ", ".join(sorted(self._handlers)) + ")"
-            ) from None
+            )
+        return self._handlers[found]
+
+    def limits_for(self, job: Job, settings: WorkerSettings) -> Limits:
+        """The job's tries, timeout and backoff: its own, else its handler's `@fairway.job(...)`, else
+        the worker's."""
+        found = self._resolve(job.handler)
+        declared = self._declared.get(found) if found is not None else None
+        return limits(job.max_tries, job.timeout, declared, settings.tries, settings.timeout_s, settings.backoff_s)
+
+    def _resolve(self, name: str) -> str | None:
+        """The registered name `name` means: itself, or a module-qualified name (myapp.jobs.send) of a
+        handler its bare decorator registered."""
+        if name in self._handlers:
+            return name
+        bare = name.rpartition(".")[2]
+        found = self._handlers.get(bare)
+        return bare if found is not None and _path(found) == name else None
 
     def names(self) -> list[str]:
         return sorted(self._handlers)
@@ -61,16 +78,39 @@ registry = Registry()
 @overload
 def job(func: F, /) -> F: ...
 @overload
-def job(*, name: str | None = None, registry: Registry | None = None) -> Callable[[F], F]: ...
+def job(
+    *,
+    name: str | None = None,
+    registry: Registry | None = None,
+    tries: int | None = None,
+    timeout: float | None = None,
+    backoff: Sequence[int] | None = None,
+    queue: str | None = None,
+) -> Callable[[F], F]: ...
 
 
-def job(func: F | None = None, /, *, name: str | None = None, registry: Registry | None = None) -> F | Callable[[F], F]:
+def job(
+    func: F | None = None,
+    /,
+    *,
+    name: str | None = None,
+    registry: Registry | None = None,
+    tries: int | None = None,
+    timeout: float | None = None,
+    backoff: Sequence[int] | None = None,
+    queue: str | None = None,
+) -> F | Callable[[F], F]:
     """Register a function as a job handler, under `name` or, bare, under the function's own name
-    (`fairway enqueue slow` runs `def slow`; `myjobs.slow` finds it too)."""
+    (`fairway enqueue slow` runs `def slow`; `myjobs.slow` finds it too). `tries`, `timeout` and
+    `backoff` (seconds before each retry) are its jobs' defaults, over the worker's; `queue` is where
+    `client.enqueue(func, ...)` puts them unless told. A bad value stops the import (ValueError)."""
 
     def register(f: F) -> F:
         target = registry if registry is not None else globals()["registry"]
-        target.register(name or f.__name__, f)
+        registered = name or f.__name__
+        declared = declare(registered, tries=tries, timeout=timeout, backoff=backoff, queue=queue)
+        target.register(registered, f, declared)
+        setattr(f, DECLARATION_ATTRIBUTE, declared)
         return f
 
     return register(func) if func is not None else register
@@ -90,3 +130,19 @@ def load_modules(modules: Iterable[str]) -> None:
             importlib.import_module(module)
         except ImportError as exc:
             raise SystemExit(f"fairway: cannot import handler module {module!r}: {exc}") from exc
+        except Exception as exc:  # a bad @fairway.job default, a name registered twice, the module's own bug
+            where = _user_frame(exc)
+            raise SystemExit(
+                f"fairway: handler module {module!r} failed while importing, at {where.filename}:{where.lineno}: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _user_frame(exc: BaseException) -> traceback.FrameSummary:
+    """The deepest frame of the user's code (not Fairway's, not the import machinery's): the line to fix."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    theirs = [f for f in frames if not f.filename.startswith((_PACKAGE_DIR + os.sep, "<frozen"))]
+    return (theirs or frames)[-1]

@@ -67,7 +67,7 @@ class WorkerParts:
         ledger = Ledger(leases)
         joblog = JobLog(out, settings.log_format)
         memory = MemoryGuard(settings.memory_mib, signals, metrics)
-        settler = Settler(ledger, fetcher, settings)
+        settler = Settler(ledger, fetcher, settings, registry)
         completions = Completions(settler, runner, slots, housekeeping, metrics, joblog, memory, clock)
         progress = ProgressBoard(fetcher.client, settings.prefix)
         starter = Starter(settings, registry, runner, leases, progress, completions)

@@ -10,13 +10,21 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 from typing import Any, Protocol
 
 from fairway.queue.protocol.calls import NO_WAIT_BUCKET, Reservation
 from fairway.queue.protocol.job import Job, JobError
 from fairway.queue.runtime.execution import Attempt, Outcome, failure_record
+from fairway.queue.runtime.handlers import Registry
 from fairway.queue.runtime.ledger import Ledger
 from fairway.resource.worker_settings import WorkerSettings
+
+log = logging.getLogger("fairway.worker")
+
+# How long a handed-back job waits before another worker may take it: a rollout replaces pods in
+# seconds to minutes, and a job cycling faster only keeps the old pods busy refusing it.
+HAND_BACK_DELAY_MS = 5_000
 
 
 class Settles(Protocol):
@@ -24,28 +32,49 @@ class Settles(Protocol):
 
     def release(self, reservation: Reservation, delay_ms: int, wait_bucket: int = ...) -> bool: ...
 
+    def hand_back(self, reservation: Reservation, delay_ms: int, grace_ms: int) -> bool: ...
+
     def fail(self, reservation: Reservation, job_id: str, record: dict[str, Any], wait_bucket: int = ...) -> None: ...
 
 
 class Settler:
-    def __init__(self, ledger: Ledger, redis_side: Settles, settings: WorkerSettings) -> None:
+    def __init__(self, ledger: Ledger, redis_side: Settles, settings: WorkerSettings, registry: Registry) -> None:
         self.ledger = ledger
         self.redis_side = redis_side
         self.settings = settings
+        self.registry = registry  # each handler's declared tries and backoff
 
     def settle(self, reservation: Reservation, job: Job, attempt: Attempt, bucket: int) -> Outcome:
         """A finished (or refused) attempt into the ledger; the outcome it was settled as."""
         if attempt.outcome is Outcome.OK:
             self.ledger.ack(reservation, bucket)
             return Outcome.OK
-        max_tries = job.max_tries or self.settings.tries
-        if attempt.outcome is Outcome.RETRY and reservation.attempts < max_tries:
-            delay_ms = int(self.settings.backoff_for(reservation.attempts) * 1000)
+        if attempt.outcome is Outcome.HANDED_BACK:
+            self.ledger.later(reservation, functools.partial(self._hand_back, reservation, job, attempt, bucket))
+            return Outcome.HANDED_BACK
+        limits = self.registry.limits_for(job, self.settings)
+        if attempt.outcome is Outcome.RETRY and reservation.attempts < limits.tries:
+            delay_ms = int(limits.backoff_for(reservation.attempts) * 1000)
             self.ledger.later(reservation, functools.partial(self.redis_side.release, reservation, delay_ms, bucket))
             return Outcome.RETRY
         record = failure_record(reservation, job.id, attempt)
         self.ledger.later(reservation, functools.partial(self.redis_side.fail, reservation, job.id, record, bucket))
         return Outcome.FAILED
+
+    def _hand_back(self, reservation: Reservation, job: Job, attempt: Attempt, bucket: int) -> None:
+        """Back for another worker; once the job's grace is over, failed here (run again after an
+        outage, this is safe: the hand-back changes nothing then, and the failure is written)."""
+        grace_ms = int(self.settings.unknown_handler_grace_s * 1000)
+        if self.redis_side.hand_back(reservation, HAND_BACK_DELAY_MS, grace_ms):
+            return
+        log.warning(
+            "job %s: no worker ran handler %r within the unknown-handler grace of %g s; failed",
+            job.id,
+            job.handler,
+            self.settings.unknown_handler_grace_s,
+        )
+        record = failure_record(reservation, job.id, Attempt(Outcome.FAILED, attempt.error))
+        self.redis_side.fail(reservation, job.id, record, bucket)
 
     def malformed(self, reservation: Reservation, error: JobError) -> str:
         """A document no handler may see: failed once, under its own id when it has a readable one

@@ -46,10 +46,8 @@ class Starter:
         except JobError as exc:
             self.completions.malformed(reservation, exc)
             return
-        max_tries = job.max_tries or self.settings.tries
-        timeout = job.timeout or self.settings.timeout_s
-        started = Started(self._seq, reservation, job, timeout, now_ms(), time.perf_counter())
-        refusal = refusal_of(reservation, max_tries, self.settings.lost_limit)
+        limits = self.registry.limits_for(job, self.settings)
+        started = Started(self._seq, reservation, job, limits.timeout_s, now_ms(), time.perf_counter())
         if self.leases.lost(reservation):
             log.warning(
                 "job %s: its lease ran out before it could start here (Redis unreachable for longer than "
@@ -58,11 +56,15 @@ class Starter:
             )
             self.leases.settled(reservation)
             return
+        refusal = refusal_of(reservation, limits.tries, self.settings.lost_limit)
         if refusal is None:
             try:
                 func = self.registry.get(job.handler)
             except UnknownHandler as exc:
                 refusal = f"UnknownHandler: {exc}"
+                if self.settings.unknown_handler_grace_s > 0:  # a rollout: a newer worker may know it
+                    self.completions.finish(Done(started, Attempt(Outcome.HANDED_BACK, refusal), now_ms(), 0.0))
+                    return
         if refusal is not None:
             self.completions.finish(Done(started, Attempt(Outcome.FAILED, refusal), now_ms(), 0.0))
             return
@@ -72,7 +74,7 @@ class Starter:
             job.handler,
             job.tenant,
             reservation.attempts,
-            max_tries,
+            limits.tries,
             job.enqueued_at,
             reservation.queue,
             self.progress.report,
