@@ -67,13 +67,15 @@ def test_a_retry_by_hand_waits_from_the_retry_not_the_first_enqueue(redis_url: s
     out, _ = first.communicate(timeout=30)
     assert [line["outcome"] for line in job_lines(out)] == ["failed"]
     time.sleep(2.5)  # the failure sits in the store a while before someone retries it
+    retried_at = time.monotonic()
     retried = fairway("failed", "retry", "--all", "--tenant", "t1", redis=redis_url)
     assert retried.returncode == 0, retried.stderr
     [group] = json.loads(fairway("queues", "--json", redis=redis_url).stdout)
     assert group["ready"] == 1 and group["oldest_age_s"] < 1.0, f"the retried job's age counts from the retry: {group}"
     second = start_worker(redis_url, "--tenants", "tenant-", "--burst")
     out, _ = second.communicate(timeout=30)
+    since_retry_ms = (time.monotonic() - retried_at) * 1000  # a bound; the first enqueue is 2.5 s older still
     [line] = job_lines(out)
-    assert line["outcome"] == "ok" and line["wait_ms"] < 1000, line
+    assert line["outcome"] == "ok" and line["wait_ms"] <= since_retry_ms, (line, since_retry_ms)
     rows = json.loads(fairway("tenants", "--json", redis=redis_url).stdout)
-    assert rows[0]["p99_wait_ms"] < 1000, rows
+    assert rows[0]["p99_wait_ms"] <= since_retry_ms, (rows, since_retry_ms)

@@ -80,3 +80,22 @@ def test_a_bad_default_stops_the_import_naming_it(options: dict[str, object], wo
     with pytest.raises(ValueError, match=r"@fairway.job for 'send': ") as caught:
         registered(**options)
     assert words in str(caught.value)
+
+
+def test_the_limits_kept_per_handler_follow_the_settings_and_a_new_registration() -> None:
+    reg = registered(tries=5)
+    plain = new_job("send", "default", [], {})
+    assert reg.limits_for(plain, WORKER).tries == 5
+    assert reg.limits_for(plain, WORKER) is reg.limits_for(plain, WORKER), "kept for jobs without options"
+    other = WorkerSettings(queues=["default"], tries=2, timeout_s=9)
+    assert reg.limits_for(plain, other).timeout_s == 9, "other settings are not served the kept limits"
+
+    kept = reg.limits_for(plain, other)
+
+    @job(name="notify", registry=reg, tries=7)
+    def notify() -> None: ...
+
+    assert reg.limits_for(plain, other) is not kept, "a new registration drops what was kept"
+    assert reg.limits_for(new_job("notify", "default", [], {}), other).tries == 7
+    assert reg.limits_for(new_job("made_up", "default", [], {}), other).tries == 2
+    assert "made_up" not in reg._common_limits, "a producer's made-up names are not kept"

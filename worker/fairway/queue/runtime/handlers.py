@@ -30,6 +30,8 @@ class Registry:
     def __init__(self) -> None:
         self._handlers: dict[str, Handler] = {}
         self._declared: dict[str, Declared] = {}
+        # handler name -> (the settings, its jobs' limits) for jobs that set neither tries nor timeout
+        self._common_limits: dict[str, tuple[WorkerSettings, Limits]] = {}
 
     def register(self, name: str, func: Handler, declared: Declared | None = None) -> None:
         if not HANDLER_PATTERN.fullmatch(name):
@@ -42,6 +44,7 @@ class Registry:
             )
         self._handlers[name] = func
         self._declared[name] = declared or Declared(name)
+        self._common_limits.clear()
 
     def get(self, name: str) -> Handler:
         found = self._resolve(name)
@@ -55,9 +58,17 @@ class Registry:
     def limits_for(self, job: Job, settings: WorkerSettings) -> Limits:
         """The job's tries, timeout and backoff: its own, else its handler's `@fairway.job(...)`, else
         the worker's."""
+        common = job.max_tries is None and job.timeout is None  # most jobs: one per handler, kept
+        if common:
+            kept = self._common_limits.get(job.handler)
+            if kept is not None and kept[0] is settings:
+                return kept[1]
         found = self._resolve(job.handler)
         declared = self._declared.get(found) if found is not None else None
-        return limits(job.max_tries, job.timeout, declared, settings.tries, settings.timeout_s, settings.backoff_s)
+        got = limits(job.max_tries, job.timeout, declared, settings.tries, settings.timeout_s, settings.backoff_s)
+        if common and found is not None:  # registered names only: a producer's made-up names are not kept
+            self._common_limits[job.handler] = (settings, got)
+        return got
 
     def _resolve(self, name: str) -> str | None:
         """The registered name `name` means: itself, or a module-qualified name (myapp.jobs.send) of a
