@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -183,3 +184,32 @@ def say(words: str) -> None:
 @job(name="say_async")
 async def say_async(words: str) -> None:
     logging.getLogger("app.handler").warning("async handler says %s", words)
+
+
+@job(name="compute")
+def compute(a: int, b: int, seconds: float = 0.0) -> dict[str, int]:
+    """A result to keep: the sum and product, after `seconds`."""
+    time.sleep(seconds)
+    return {"sum": a + b, "product": a * b}
+
+
+@job(name="acompute")
+async def acompute(a: int, b: int, seconds: float = 0.0) -> list[int]:
+    await asyncio.sleep(seconds)
+    return [a + b, a * b]
+
+
+@job(name="huge_result")
+def huge_result(kib: int) -> str:
+    return "x" * (kib * 1024)
+
+
+@job(name="unjsonable_result")
+def unjsonable_result() -> object:
+    return {1, 2, 3}
+
+
+@job(name="kept_by_handler", result_ttl=60)
+def kept_by_handler(n: int) -> int:
+    """Its declaration keeps its results, whoever enqueues it (by name, from another language)."""
+    return n * 10

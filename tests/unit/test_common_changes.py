@@ -76,7 +76,8 @@ def test_a_job_option_is_a_row_in_job_options_and_a_keyword_of_enqueue() -> None
         assert option.name in enqueue and enqueue[option.name].kind is inspect.Parameter.KEYWORD_ONLY, option.name
         assert option.name in ENQUEUE_OPTIONS
         flag = f"--{option.name.replace('_', '-')}"
-        assert getattr(parser.parse_args(["enqueue", "noop", flag, "2"]), option.name) == 2, f"fairway enqueue {flag}"
+        parsed = getattr(parser.parse_args(["enqueue", "noop", flag, "2"]), option.name)
+        assert parsed == option.flag_type("2"), f"fairway enqueue {flag}"
         camel = re.sub(r"_(\w)", lambda m: m.group(1).upper(), option.name)
         assert camel in node_options, f"the Node client's enqueue takes {camel}"
         assert f"| `{option.name}` |" in protocol, f"docs/protocol.md's document fields list {option.name}"

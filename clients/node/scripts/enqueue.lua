@@ -58,9 +58,20 @@ end
 -- kept in the same hash's `<jk>\thanded` field (ms, Redis clock).
 local HANDED = '\thanded'
 
--- Forget a job's counters (it is done, or failed for good).
+-- A unique job (producer_lib.lua's claim_unique) names its lock in the same hash's `<jk>\tunique`
+-- field; the lock (a string in the family's slot) holds the job's id while the job waits or runs.
+local UNIQUE = '\tunique'
+
+-- Forget a job's counters (it is done, or failed for good), and release its unique key when the job
+-- still holds it (it may have run out and been claimed by a newer job).
 local function forget_counts(attempts, jk)
-  redis.call('HDEL', attempts, jk, jk .. READY, jk .. HANDED)
+  local lock = redis.call('HGET', attempts, jk .. UNIQUE)
+  if lock then
+    if redis.call('GET', lock) == string.match(jk, '([^\t]*)$') then redis.call('DEL', lock) end
+    redis.call('HDEL', attempts, jk, jk .. READY, jk .. HANDED, jk .. UNIQUE)
+  else
+    redis.call('HDEL', attempts, jk, jk .. READY, jk .. HANDED)
+  end
 end
 
 -- May the job of reservation `member` be handed back once more (grace_ms after its first hand-back)?
@@ -146,6 +157,17 @@ local function ack_job(reserved, leased, attempts, member)
   return 1
 end
 
+-- Keep a settled job's result (docs/results.md) when its worker sends one: the entry (JSON) alone in
+-- the list `<family base>result:<job id>`, which readers wait on with `BLMOVE key key` (a blocking read
+-- that leaves it there), for `ttl_ms`. Written again by a later run of the same job, never twice.
+local function keep_result(base, job_id, entry, ttl_ms)
+  if not entry then return end
+  local key = base .. 'result:' .. job_id
+  redis.call('DEL', key)
+  redis.call('RPUSH', key, entry)
+  redis.call('PEXPIRE', key, tonumber(ttl_ms))
+end
+
 -- Keep a failure record under the job's id and trim the store to its newest `kept` records.
 local function store_failure(failed, index, id, record, now, kept)
   redis.call('HSET', failed, id, record)
@@ -165,15 +187,37 @@ end
 -- ARGV[1] job document   ARGV[2] delay: whole ms as digits (0 = ready now)   ARGV[3] queue name
 -- A delayed job that is now the earliest in `delayed` also pushes one token on `notify` when it holds
 -- no more tokens than `ready` holds jobs (a wake-up: idle workers then wait for it exactly). Returns 1 when the job is ready now, 0 when it was
--- scheduled; refuses (writing nothing) with
--- BAD_DELAY, BAD_QUEUE, TOO_LARGE, BAD_DOCUMENT, BAD_ID, BAD_HANDLER or MISMATCH.
+-- scheduled, or, for a unique job (`unique_key`) whose key another job holds, that job's id (a
+-- string), writing nothing; refuses (writing nothing) with
+-- BAD_DELAY, BAD_QUEUE, TOO_LARGE, BAD_DOCUMENT, BAD_ID, BAD_HANDLER, MISMATCH or BAD_UNIQUE.
 -- The checks the producer scripts make before writing anything, so a refused call writes nothing. Each
 -- returns nil when the input is good, else the error reply's text: a code (the first word, listed in
 -- docs/protocol.md, "Refusals"), then what was wrong and how to fix it. LIMIT.<name> is a limit from
 -- fairway/queue/protocol/job.py, spliced in as a literal by the loader.
 
+-- A unique job's fields (docs/unique.md): `unique_key`, text of 1 to 200 bytes
+-- without control characters, and `unique_for`, seconds (1 ms at least), which needs the key.
+local function unique_refusal(parsed)
+  local key, for_s = parsed.unique_key, parsed.unique_for
+  if for_s == cjson.null then for_s = nil end
+  if key == nil or key == cjson.null then
+    if for_s == nil then return nil end
+    return 'BAD_UNIQUE unique_for needs unique_key in the document: producers write the key they derive ' ..
+      '(docs/protocol.md, "Unique jobs")'
+  end
+  if type(key) ~= 'string' or #key < 1 or #key > 200 or string.find(key, '%c') then
+    return 'BAD_UNIQUE unique_key must be 1-' .. 200 ..
+      ' bytes of text without control characters (e.g. "invoice:42")'
+  end
+  if for_s ~= nil and (type(for_s) ~= 'number' or not (for_s * 1000 >= 1) or for_s * 1000 > 31622400000) then
+    return 'BAD_UNIQUE unique_for must be seconds from 0.001 to ' .. (31622400000 / 1000) ..
+      ', or absent to hold the key until the job settles'
+  end
+end
+
 -- The document: its size, then its shape, then that its id, handler, queue and tenant fields are
--- sound and are those of this call (`tenant` nil for a plain queue's job).
+-- sound and are those of this call (`tenant` nil for a plain queue's job). Returns the refusal, or
+-- nil and the parsed document.
 local function document_refusal(doc, queue, tenant)
   if #doc > 524288 then
     return 'TOO_LARGE document is ' .. #doc .. ' bytes, over the ' .. 524288 ..
@@ -206,6 +250,24 @@ local function document_refusal(doc, queue, tenant)
       (doc_tenant ~= nil and string.format('%q', tostring(doc_tenant)) or 'none') .. ' but is enqueued for tenant ' .. string.format('%q', tenant) ..
       ': set "tenant" to it and "queue" to ' .. string.format('%q', queue)
   end
+  return unique_refusal(parsed), parsed
+end
+
+-- Claim a unique job's key (`lock`, in the family's slot) for job `id`, whose job key is `jk`: true, or
+-- the id of the job that holds it (waiting, delayed or running), and then nothing is written. The
+-- attempts hash's `<jk>\tunique` names the lock, so settling the job releases it (lib.lua's
+-- forget_counts); `unique_for` bounds it as well.
+local function claim_unique(lock, parsed, jk, attempts)
+  local holder = redis.call('GET', lock)
+  if holder then return holder end
+  local for_s = parsed.unique_for
+  if type(for_s) == 'number' then
+    redis.call('SET', lock, parsed.id, 'PX', math.floor(for_s * 1000))
+  else
+    redis.call('SET', lock, parsed.id)
+  end
+  redis.call('HSET', attempts, jk .. UNIQUE, lock)
+  return true
 end
 
 -- Schedule `members` in a delayed set at `due`; when that makes them the earliest there, wake one
@@ -248,8 +310,15 @@ local function tenant_refusal(id)
 end
 
 local delay, refusal = read_delay(ARGV[2])
-refusal = refusal or queue_refusal(ARGV[3]) or document_refusal(ARGV[1], ARGV[3], nil)
+local parsed
+refusal = refusal or queue_refusal(ARGV[3])
+if not refusal then refusal, parsed = document_refusal(ARGV[1], ARGV[3], nil) end
 if refusal then return redis.error_reply(refusal) end
+if type(parsed.unique_key) == 'string' then
+  local base = string.sub(KEYS[1], 1, #KEYS[1] - #'ready')  -- the queue's keys share its slot
+  local holder = claim_unique(base .. 'unique:' .. parsed.unique_key, parsed, parsed.id, base .. 'attempts')
+  if holder ~= true then return holder end
+end
 if KEYS[5] then redis.call('SADD', KEYS[5], ARGV[3]) end
 if delay > 0 then
   schedule(KEYS[3], now_ms() + delay, {ARGV[1]}, KEYS[2], KEYS[1])

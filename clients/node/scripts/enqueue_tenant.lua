@@ -58,9 +58,20 @@ end
 -- kept in the same hash's `<jk>\thanded` field (ms, Redis clock).
 local HANDED = '\thanded'
 
--- Forget a job's counters (it is done, or failed for good).
+-- A unique job (producer_lib.lua's claim_unique) names its lock in the same hash's `<jk>\tunique`
+-- field; the lock (a string in the family's slot) holds the job's id while the job waits or runs.
+local UNIQUE = '\tunique'
+
+-- Forget a job's counters (it is done, or failed for good), and release its unique key when the job
+-- still holds it (it may have run out and been claimed by a newer job).
 local function forget_counts(attempts, jk)
-  redis.call('HDEL', attempts, jk, jk .. READY, jk .. HANDED)
+  local lock = redis.call('HGET', attempts, jk .. UNIQUE)
+  if lock then
+    if redis.call('GET', lock) == string.match(jk, '([^\t]*)$') then redis.call('DEL', lock) end
+    redis.call('HDEL', attempts, jk, jk .. READY, jk .. HANDED, jk .. UNIQUE)
+  else
+    redis.call('HDEL', attempts, jk, jk .. READY, jk .. HANDED)
+  end
 end
 
 -- May the job of reservation `member` be handed back once more (grace_ms after its first hand-back)?
@@ -146,6 +157,17 @@ local function ack_job(reserved, leased, attempts, member)
   return 1
 end
 
+-- Keep a settled job's result (docs/results.md) when its worker sends one: the entry (JSON) alone in
+-- the list `<family base>result:<job id>`, which readers wait on with `BLMOVE key key` (a blocking read
+-- that leaves it there), for `ttl_ms`. Written again by a later run of the same job, never twice.
+local function keep_result(base, job_id, entry, ttl_ms)
+  if not entry then return end
+  local key = base .. 'result:' .. job_id
+  redis.call('DEL', key)
+  redis.call('RPUSH', key, entry)
+  redis.call('PEXPIRE', key, tonumber(ttl_ms))
+end
+
 -- Keep a failure record under the job's id and trim the store to its newest `kept` records.
 local function store_failure(failed, index, id, record, now, kept)
   redis.call('HSET', failed, id, record)
@@ -168,9 +190,11 @@ end
 -- Delayed documents go to the group's delayed set (the tenant joins the ring when they are due; the
 -- group is named in the registry at once, in the active set only then); when they are the earliest
 -- there, one token goes on the group's wake list (unless one waits there), to wake an idle worker.
--- Returns how many documents were enqueued; refuses (writing nothing) with BAD_KEYS, BAD_DELAY,
+-- Returns how many documents were enqueued; when a unique document (`unique_key`) found its key held
+-- by another job (and was not written), an array instead, one entry per document: 1 (enqueued) or
+-- the id of the job holding its key. Refuses (writing nothing) with BAD_KEYS, BAD_DELAY,
 -- BAD_TENANT, NO_DOCUMENTS, TOO_MANY, or for a document (naming its position) TOO_LARGE,
--- BAD_DOCUMENT, BAD_ID, BAD_HANDLER or MISMATCH.
+-- BAD_DOCUMENT, BAD_ID, BAD_HANDLER, MISMATCH or BAD_UNIQUE.
 -- Tenant-ring functions every tenant script shares, the producer's enqueue_tenant.lua included (so it
 -- carries nothing else of the worker's side; see fairway/queue/protocol/scripts.py).
 -- Every key starts with G = '<prefix>:{tenants:<queuePrefix>}:', one hash tag, so one slot; the key
@@ -207,8 +231,29 @@ end
 -- docs/protocol.md, "Refusals"), then what was wrong and how to fix it. LIMIT.<name> is a limit from
 -- fairway/queue/protocol/job.py, spliced in as a literal by the loader.
 
+-- A unique job's fields (docs/unique.md): `unique_key`, text of 1 to 200 bytes
+-- without control characters, and `unique_for`, seconds (1 ms at least), which needs the key.
+local function unique_refusal(parsed)
+  local key, for_s = parsed.unique_key, parsed.unique_for
+  if for_s == cjson.null then for_s = nil end
+  if key == nil or key == cjson.null then
+    if for_s == nil then return nil end
+    return 'BAD_UNIQUE unique_for needs unique_key in the document: producers write the key they derive ' ..
+      '(docs/protocol.md, "Unique jobs")'
+  end
+  if type(key) ~= 'string' or #key < 1 or #key > 200 or string.find(key, '%c') then
+    return 'BAD_UNIQUE unique_key must be 1-' .. 200 ..
+      ' bytes of text without control characters (e.g. "invoice:42")'
+  end
+  if for_s ~= nil and (type(for_s) ~= 'number' or not (for_s * 1000 >= 1) or for_s * 1000 > 31622400000) then
+    return 'BAD_UNIQUE unique_for must be seconds from 0.001 to ' .. (31622400000 / 1000) ..
+      ', or absent to hold the key until the job settles'
+  end
+end
+
 -- The document: its size, then its shape, then that its id, handler, queue and tenant fields are
--- sound and are those of this call (`tenant` nil for a plain queue's job).
+-- sound and are those of this call (`tenant` nil for a plain queue's job). Returns the refusal, or
+-- nil and the parsed document.
 local function document_refusal(doc, queue, tenant)
   if #doc > 524288 then
     return 'TOO_LARGE document is ' .. #doc .. ' bytes, over the ' .. 524288 ..
@@ -241,6 +286,24 @@ local function document_refusal(doc, queue, tenant)
       (doc_tenant ~= nil and string.format('%q', tostring(doc_tenant)) or 'none') .. ' but is enqueued for tenant ' .. string.format('%q', tenant) ..
       ': set "tenant" to it and "queue" to ' .. string.format('%q', queue)
   end
+  return unique_refusal(parsed), parsed
+end
+
+-- Claim a unique job's key (`lock`, in the family's slot) for job `id`, whose job key is `jk`: true, or
+-- the id of the job that holds it (waiting, delayed or running), and then nothing is written. The
+-- attempts hash's `<jk>\tunique` names the lock, so settling the job releases it (lib.lua's
+-- forget_counts); `unique_for` bounds it as well.
+local function claim_unique(lock, parsed, jk, attempts)
+  local holder = redis.call('GET', lock)
+  if holder then return holder end
+  local for_s = parsed.unique_for
+  if type(for_s) == 'number' then
+    redis.call('SET', lock, parsed.id, 'PX', math.floor(for_s * 1000))
+  else
+    redis.call('SET', lock, parsed.id)
+  end
+  redis.call('HSET', attempts, jk .. UNIQUE, lock)
+  return true
 end
 
 -- Schedule `members` in a delayed set at `due`; when that makes them the earliest there, wake one
@@ -299,18 +362,41 @@ if count > 1000 then
   return redis.error_reply('TOO_MANY ' .. count .. ' documents in one call; send at most ' ..
     1000 .. ' per call')
 end
+local uniques = {}  -- position -> parsed document, for unique documents only
 for i = 5, #ARGV do
-  refusal = document_refusal(ARGV[i], queue_prefix .. id, id)
+  local parsed
+  refusal, parsed = document_refusal(ARGV[i], queue_prefix .. id, id)
   if refusal then return redis.error_reply(refusal .. ' (document ' .. (i - 4) .. ')') end
+  if type(parsed.unique_key) == 'string' then uniques[i] = parsed end
+end
+-- Unique documents claim their keys (`unique:<tenant id>:<key>`): one whose key is held is left out.
+local written, replies, duplicates = {}, {}, false
+for i = 5, #ARGV do
+  local holder = true
+  if uniques[i] then
+    local parsed = uniques[i]
+    holder = claim_unique(G .. 'unique:' .. id .. ':' .. parsed.unique_key, parsed, id .. '\t' .. parsed.id,
+      G .. 'attempts')
+  end
+  if holder == true then
+    written[#written + 1] = ARGV[i]
+    replies[i - 4] = 1
+  else
+    replies[i - 4] = holder
+    duplicates = true
+  end
 end
 local now = now_ms()
 if delay > 0 then
   local members = {}
-  for i = 5, #ARGV do members[i - 4] = id .. '\t' .. ARGV[i] end
-  schedule(G .. 'delayed', now + delay, members, G .. 'wake', nil)
+  for i = 1, #written do members[i] = id .. '\t' .. written[i] end
+  if #members > 0 then schedule(G .. 'delayed', now + delay, members, G .. 'wake', nil) end
 else
-  for i = 5, #ARGV do push_tenant(G, id, ARGV[i], now) end
+  for i = 1, #written do push_tenant(G, id, written[i], now) end
 end
-if KEYS[3] then redis.call('SADD', KEYS[3], ARGV[4]) end
-if delay <= 0 and KEYS[2] then redis.call('SADD', KEYS[2], ARGV[4]) end
+if #written > 0 then
+  if KEYS[3] then redis.call('SADD', KEYS[3], ARGV[4]) end
+  if delay <= 0 and KEYS[2] then redis.call('SADD', KEYS[2], ARGV[4]) end
+end
+if duplicates then return replies end
 return count

@@ -12,12 +12,15 @@ export declare const LIMITS: Readonly<{
   timeoutSeconds: number;
   maxTries: number;
   depth: number;
+  uniqueKeyBytes: number;
+  uniqueForSeconds: number;
+  resultTtlSeconds: number;
 }>;
 
 /** The protocol's refusal codes (docs/protocol.md): raised before sending, or by the enqueue scripts. */
 export type RefusalCode =
   | 'TOO_LARGE' | 'TOO_MANY' | 'NO_DOCUMENTS' | 'BAD_DOCUMENT' | 'BAD_ID' | 'BAD_HANDLER' | 'BAD_QUEUE'
-  | 'BAD_TENANT' | 'MISMATCH' | 'BAD_DELAY' | 'BAD_KEYS' | 'TOO_DEEP' | 'BAD_VALUE' | 'BAD_TRIES' | 'BAD_TIMEOUT'
+  | 'BAD_TENANT' | 'MISMATCH' | 'BAD_DELAY' | 'BAD_KEYS' | 'TOO_DEEP' | 'BAD_VALUE' | 'BAD_TRIES' | 'BAD_TIMEOUT' | 'BAD_UNIQUE' | 'BAD_RESULT_TTL'
   | 'BAD_CHUNK_SIZE' | 'BAD_OPTION';
 
 export declare class JobError extends Error {
@@ -51,6 +54,12 @@ export interface EnqueueOptions extends Where {
   maxTries?: number;
   /** Seconds; overrides the worker's `timeout`. */
   timeout?: number;
+  /** While a job of this queue (or tenant) with this key waits or runs, resolve to its id instead (1-200 bytes). */
+  uniqueKey?: string;
+  /** Hold the unique key at most this many seconds; alone, the key is the handler and its arguments. */
+  uniqueFor?: number;
+  /** Keep the handler's return value this many seconds after the job settles (1 to 30 days): read it with `result`. */
+  resultTtl?: number;
   /** Your own id (1-256 of A-Z a-z 0-9 _ . : -): enqueue again with it after a timeout so handlers can dedupe. */
   jobId?: string;
   /** Keyword arguments for the handler: any names (`queue`, `timeout` included); never read as options. */
@@ -73,15 +82,31 @@ export declare function buildDocument(
   limit?: number,
 ): string;
 
+/** A unique job's key when only `uniqueFor` is given: `sha1:` + the SHA-1 of `[handler, args, kwargs]`. */
+export declare function defaultUniqueKey(handler: string, args: Json[], kwargs: { [key: string]: Json }): string;
+
 export declare class Client {
   constructor(options?: ClientOptions);
   static connect(options?: ClientOptions): Promise<Client>;
   readonly redis: RedisClientType<any, any, any>;
-  /** Enqueue one job; resolves to its id. */
+  /** Enqueue one job; resolves to its id, or to the id of the job holding its unique key (nothing written). */
   enqueue(handler: string, args?: Json[], options?: EnqueueOptions): Promise<string>;
   /** One job per argument array, in order, in transactions of up to 1000; resolves to the ids. */
   enqueueMany(handler: string, calls: Iterable<Json[]>, options?: ManyOptions): Promise<string[]>;
   /** Split large work at dispatch: one job per `chunkSize` rows, its args `[rows]`. */
   enqueueChunked(handler: string, rows: Json[], options?: ChunkOptions): Promise<string[]>;
+  /** A job's kept result: its handler's return value; rejects with JobFailedError or ResultError. */
+  result(jobId: string, options?: Where & { timeout?: number }): Promise<Json>;
   close(): Promise<void>;
+}
+
+export declare class JobFailedError extends Error {
+  readonly jobId: string;
+  readonly exception: string;
+  readonly failure: string;
+  readonly attempts?: number;
+}
+
+export declare class ResultError extends Error {
+  readonly code: 'RESULT_TOO_LARGE' | 'RESULT_NOT_JSON';
 }

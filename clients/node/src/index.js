@@ -3,7 +3,7 @@
 // Every option is checked here, where the caller can still be told what to fix, and the protocol's
 // limits are enforced again inside Redis by the enqueue scripts (scripts/, from `fairway scripts`).
 
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createClient } from 'redis';
 
@@ -15,6 +15,9 @@ export const LIMITS = Object.freeze({
   timeoutSeconds: 7 * 86400,
   maxTries: 1000,
   depth: 64,
+  uniqueKeyBytes: 200,
+  uniqueForSeconds: 366 * 86400,
+  resultTtlSeconds: 30 * 86400,
 });
 export const PROTOCOL_VERSION = 1;
 
@@ -26,13 +29,32 @@ const JOB_ID = /^[A-Za-z0-9_.:-]{1,256}$/;
 const PREFIX = /^[A-Za-z0-9_.-]{1,32}$/;
 // The codes the enqueue scripts refuse a call with (docs/protocol.md, "Refusals"); nothing was written.
 const REFUSALS = new Set(['TOO_LARGE', 'TOO_MANY', 'NO_DOCUMENTS', 'BAD_DOCUMENT', 'BAD_ID', 'BAD_HANDLER', 'BAD_QUEUE',
-  'BAD_TENANT', 'MISMATCH', 'BAD_DELAY', 'BAD_KEYS']);
+  'BAD_TENANT', 'MISMATCH', 'BAD_DELAY', 'BAD_KEYS', 'BAD_UNIQUE']);
 
 /** Bad input: the message names the field and the fix; `code` is the protocol's refusal code. */
 export class JobError extends Error {
   constructor(code, message) {
     super(message);
     this.name = 'JobError';
+    this.code = code;
+  }
+}
+
+/** The job failed for good: `exception` is its exception's type name, `message` its text. */
+export class JobFailedError extends Error {
+  constructor(jobId, exception, message, attempts) {
+    super(`job ${jobId} failed${attempts ? ` after ${attempts} attempt${attempts === 1 ? '' : 's'}` : ''}: ${exception}: ${message}`);
+    this.name = 'JobFailedError';
+    Object.assign(this, { jobId, exception, attempts });
+    this.failure = message;
+  }
+}
+
+/** The job finished but its value could not be kept: `code` is RESULT_TOO_LARGE or RESULT_NOT_JSON. */
+export class ResultError extends Error {
+  constructor(code, message) {
+    super(message);
+    this.name = 'ResultError';
     this.code = code;
   }
 }
@@ -46,7 +68,7 @@ const SCRIPTS = Object.fromEntries(
 
 // The options each call takes; anything else is refused (BAD_OPTION), so a misspelt `delay` never
 // passes silently. The handler's keyword arguments go in `kwargs`, whatever their names.
-const ENQUEUE_OPTIONS = ['queue', 'tenant', 'delay', 'maxTries', 'timeout', 'jobId', 'kwargs'];
+const ENQUEUE_OPTIONS = ['queue', 'tenant', 'delay', 'maxTries', 'timeout', 'uniqueKey', 'uniqueFor', 'resultTtl', 'jobId', 'kwargs'];
 const MANY_OPTIONS = ['queue', 'tenant', 'kwargs'];
 const CHUNK_OPTIONS = ['queue', 'tenant', 'kwargs', 'chunkSize'];
 
@@ -112,11 +134,44 @@ function jsonValue(key, value) {
   return value;
 }
 
+// JSON with object keys sorted and no whitespace: the text a unique job's default key is the SHA-1 of.
+function canonicalJson(value) {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const keys = Object.keys(value).sort();
+    return `{${keys.map((key) => `${JSON.stringify(key)}:${canonicalJson(value[key])}`).join(',')}}`;
+  }
+  return JSON.stringify(value, jsonValue);
+}
+
+/**
+ * The unique key of a job that sets `uniqueFor` and no `uniqueKey` (docs/protocol.md, "Unique jobs"):
+ * `sha1:` and the hex SHA-1 of `[handler, args, kwargs]` as canonical JSON, as every producer derives it.
+ */
+export function defaultUniqueKey(handler, args, kwargs) {
+  return `sha1:${createHash('sha1').update(canonicalJson([handler, args, kwargs]), 'utf8').digest('hex')}`;
+}
+
+function checkUnique(document, uniqueKey, uniqueFor, handler, args, kwargs) {
+  if (uniqueFor !== undefined && uniqueFor !== null) {
+    check(typeof uniqueFor === 'number' && Number.isFinite(uniqueFor) && uniqueFor >= 0.001
+      && uniqueFor <= LIMITS.uniqueForSeconds, 'BAD_UNIQUE',
+      `uniqueFor ${String(uniqueFor)} is out of range: give seconds from 0.001 to ${LIMITS.uniqueForSeconds} (e.g. uniqueFor: 60), or leave it out to hold the key until the job settles`);
+    uniqueKey ??= defaultUniqueKey(handler, args, kwargs);
+  }
+  if (uniqueKey === undefined || uniqueKey === null) return;
+  check(typeof uniqueKey === 'string' && Buffer.byteLength(uniqueKey, 'utf8') >= 1
+    && Buffer.byteLength(uniqueKey, 'utf8') <= LIMITS.uniqueKeyBytes && !/[\u0000-\u001f\u007f]/.test(uniqueKey), 'BAD_UNIQUE',
+    `uniqueKey ${JSON.stringify(String(uniqueKey).slice(0, 80))} is invalid: give 1-${LIMITS.uniqueKeyBytes} bytes of text without control characters (e.g. 'invoice:42')`);
+  document.unique_key = uniqueKey;
+  if (uniqueFor !== undefined && uniqueFor !== null) document.unique_for = uniqueFor;
+}
+
 /**
  * Build one job document (docs/protocol.md, "The job document"): the same fields, in the same
  * order, as Fairway's Python client writes. Returns the JSON text.
  */
-export function buildDocument({ handler, queue, args = [], kwargs = {}, tenant, maxTries, timeout, jobId, delay },
+export function buildDocument({ handler, queue, args = [], kwargs = {}, tenant, maxTries, timeout, uniqueKey, uniqueFor, resultTtl, jobId, delay },
   now = Date.now(), limit = LIMITS.documentBytes) {
   check(typeof handler === 'string' && HANDLER.test(handler), 'BAD_HANDLER',
     `handler ${JSON.stringify(handler)} is not a handler name: start with a letter or _, then letters, digits, _ . : (at most 200)`);
@@ -136,6 +191,12 @@ export function buildDocument({ handler, queue, args = [], kwargs = {}, tenant, 
     check(typeof timeout === 'number' && Number.isFinite(timeout) && timeout > 0 && timeout <= LIMITS.timeoutSeconds,
       'BAD_TIMEOUT', `timeout ${String(timeout)} is out of range: give seconds, more than 0 and at most ${LIMITS.timeoutSeconds}`);
     document.timeout = timeout;
+  }
+  checkUnique(document, uniqueKey, uniqueFor, handler, args, kwargs);
+  if (resultTtl !== undefined && resultTtl !== null) {
+    check(typeof resultTtl === 'number' && Number.isFinite(resultTtl) && resultTtl >= 1 && resultTtl <= LIMITS.resultTtlSeconds,
+      'BAD_RESULT_TTL', `resultTtl ${String(resultTtl)} is out of range: give seconds from 1 to ${LIMITS.resultTtlSeconds} (e.g. resultTtl: 3600)`);
+    document.result_ttl = resultTtl;
   }
   const ms = delayMs(delay);
   if (ms) document.available_at = now + ms;
@@ -185,23 +246,27 @@ export class Client {
   }
 
   /**
-   * Enqueue one job; resolves to its id. `delay` and `timeout` are in seconds.
+   * Enqueue one job; resolves to its id. `delay`, `timeout` and `uniqueFor` are in seconds. A unique job
+   * (`uniqueKey`, or `uniqueFor` alone: keyed by handler and arguments) whose key a waiting or running
+   * job holds is not enqueued: it resolves to that job's id (docs/unique.md).
    * @param {string} handler @param {unknown[]} [args] @param {object} [options]
    */
   async enqueue(handler, args = [], options = {}) {
-    const { queue, tenant, delay, maxTries, timeout, jobId, kwargs } = checkOptions('enqueue', options, ENQUEUE_OPTIONS);
+    const { queue, tenant, delay, maxTries, timeout, uniqueKey, uniqueFor, resultTtl, jobId, kwargs } =
+      checkOptions('enqueue', options, ENQUEUE_OPTIONS);
     const target = this.queueFor(queue, tenant);
-    const doc = buildDocument({ handler, queue: target, args, kwargs, tenant, maxTries, timeout, jobId, delay },
+    const doc = buildDocument({ handler, queue: target, args, kwargs, tenant, maxTries, timeout, uniqueKey, uniqueFor, resultTtl, jobId, delay },
       Date.now(), this.maxPayloadBytes);
     const ms = delayMs(delay);
+    let reply;
     if (tenant !== undefined && tenant !== null) {
-      await this.enqueueTenantDocuments(tenant, [doc], ms);
+      [reply] = await this.enqueueTenantDocuments(tenant, [doc], ms);
     } else {
       const base = `${this.prefix}:{${target}}:`;
       const keys = [`${base}ready`, `${base}notify`, `${base}delayed`, `${this.prefix}:active`, `${this.prefix}:queues`];
-      await this.runScript('enqueue', keys, [doc, String(ms), target]);
+      reply = await this.runScript('enqueue', keys, [doc, String(ms), target]);
     }
-    return JSON.parse(doc).id;
+    return typeof reply === 'string' ? reply : JSON.parse(doc).id;
   }
 
   /** Enqueue one job per argument array in `calls`, in order; resolves to their ids (`kwargs` goes to each). */
@@ -237,13 +302,48 @@ export class Client {
     return this.enqueueMany(handler, chunks, { queue, tenant, kwargs });
   }
 
+  /**
+   * A job's kept result (docs/results.md): waits up to `timeout` seconds (default 30) with one blocking
+   * read on a connection of its own, resolving to the handler's return value. Rejects with a
+   * JobFailedError (`exception`, `message`, `attempts`) when the job failed for good, a ResultError
+   * (`code`) when its value could not be kept, and an Error when nothing came in time.
+   */
+  async result(jobId, { queue, tenant, timeout = 30 } = {}) {
+    check(typeof jobId === 'string' && JOB_ID.test(jobId), 'BAD_ID', `job id ${JSON.stringify(jobId)} is invalid`);
+    const base = tenant !== undefined && tenant !== null
+      ? (checkTenant(tenant), `${this.prefix}:{tenants:${this.tenantPrefix}}:`)
+      : `${this.prefix}:{${checkQueue(queue ?? 'default')}}:`;
+    const key = `${base}result:${jobId}`;
+    const waiter = this.redis.duplicate();
+    await waiter.connect();
+    let raw;
+    try {
+      raw = await waiter.sendCommand(['BLMOVE', key, key, 'LEFT', 'LEFT', String(timeout)]);
+      if (raw === null) {
+        const record = await waiter.hGet(`${base}failed`, jobId);
+        if (record) raw = JSON.stringify({ status: 'failed', ...JSON.parse(record) });
+      }
+    } finally {
+      await waiter.quit();
+    }
+    if (raw === null) throw new Error(`job ${jobId}: no result within ${timeout} s (still running or waiting, not kept, or expired)`);
+    const entry = JSON.parse(raw);
+    if (entry.status === 'failed') throw new JobFailedError(jobId, entry.exception, entry.message, entry.attempts);
+    if (entry.code) throw new ResultError(entry.code, `job ${jobId}: ${entry.code}: ${entry.message}`);
+    return entry.value;
+  }
+
+  /** The script's reply per document: a number when it was written, else the id holding its unique key. */
   async enqueueTenantDocuments(tenant, docs, ms) {
     const group = `${this.prefix}:{tenants:${this.tenantPrefix}}:`;
     const keys = [`${group}ring`, `${this.prefix}:active`, `${this.prefix}:queues`];
+    const replies = [];
     for (let start = 0; start < docs.length; start += LIMITS.documentsPerCall) {
       const part = docs.slice(start, start + LIMITS.documentsPerCall);
-      await this.runScript('enqueue_tenant', keys, [group, tenant, String(ms), `@${this.tenantPrefix}`, ...part]);
+      const reply = await this.runScript('enqueue_tenant', keys, [group, tenant, String(ms), `@${this.tenantPrefix}`, ...part]);
+      replies.push(...(Array.isArray(reply) ? reply : part.map(() => 1)));
     }
+    return replies;
   }
 
   /** EVALSHA, loading the script on first use or after a Redis restart; refusals become JobErrors. */

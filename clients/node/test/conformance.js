@@ -85,6 +85,11 @@ function matchKey(want, got, clock) {
     const sorted = [...items].sort();
     return JSON.stringify(sorted) === JSON.stringify(gotItems) ? [] : [`${gotItems} != ${sorted}`];
   }
+  if (kind === 'string' || kind === 'hash') { // exact bytes
+    const same = JSON.stringify(kind === 'hash' ? Object.fromEntries(Object.entries(items).sort()) : items)
+      === JSON.stringify(kind === 'hash' ? Object.fromEntries(Object.entries(gotItems).sort()) : gotItems);
+    return same ? [] : [`${JSON.stringify(gotItems).slice(0, 200)} != ${JSON.stringify(items).slice(0, 200)}`];
+  }
   if (items.length !== gotItems.length) return [`${gotItems.length} entries, expected ${items.length}`];
   return items.flatMap((w, i) => kind === 'zset'
     ? [...matchMember(w[0], gotItems[i][0], clock), ...matchScalar(w[1], gotItems[i][1], clock).map((p) => `score ${p}`)].map((p) => `[${i}] ${p}`)

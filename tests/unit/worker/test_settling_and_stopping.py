@@ -4,13 +4,14 @@ pure logic, with the Redis side replaced by recorders and a clock the test moves
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Sequence
 from typing import Any, cast
 
 import pytest
 import redis
 
-from fairway.queue.protocol.calls import Ack, Reservation
+from fairway.queue.protocol.calls import Ack, Kept, Reservation
 from fairway.queue.protocol.job import JobError, decode, new_job
 from fairway.queue.runtime.execution import Attempt, Outcome
 from fairway.queue.runtime.handlers import Registry
@@ -37,8 +38,19 @@ class RedisSide:
         self._call("release", reservation.member, delay_ms)
         return True
 
-    def fail(self, reservation: Reservation, job_id: str, record: dict[str, Any], wait_bucket: int = -1) -> None:
-        self._call("fail", reservation.member, job_id, record["exception"])
+    def ack(self, reservation: Reservation, wait_bucket: int = -1, kept: Kept | None = None) -> bool:
+        self._call("ack", reservation.member, kept and json.loads(kept.entry), kept and kept.ttl_ms)
+        return True
+
+    def fail(
+        self,
+        reservation: Reservation,
+        job_id: str,
+        record: dict[str, Any],
+        wait_bucket: int = -1,
+        kept: Kept | None = None,
+    ) -> None:
+        self._call("fail", reservation.member, job_id, record["exception"], *([json.loads(kept.entry)] if kept else []))
 
     def hand_back(self, reservation: Reservation, delay_ms: int, grace_ms: int) -> bool:
         self._call("hand_back", reservation.member, delay_ms, grace_ms)
@@ -55,8 +67,10 @@ class RedisSide:
         self.calls.append(call)
 
 
-def reservation(n: int, attempts: int = 1, *, max_tries: int | None = None) -> Reservation:
-    doc = new_job("h", "default", [], {}, job_id=f"j{n}", max_tries=max_tries).encode()
+def reservation(
+    n: int, attempts: int = 1, *, max_tries: int | None = None, result_ttl: float | None = None
+) -> Reservation:
+    doc = new_job("h", "default", [], {}, job_id=f"j{n}", max_tries=max_tries, result_ttl=result_ttl).encode()
     return Reservation("default", doc, attempts, member=f"j{n}\tw:1.{n}".encode())
 
 
@@ -72,6 +86,20 @@ def settle(attempt: Attempt, attempts: int = 1, tries: int = 3) -> tuple[Outcome
 def test_a_success_is_an_ack_sent_with_the_next_call() -> None:
     outcome, ledger, side = settle(Attempt(Outcome.OK))
     assert outcome is Outcome.OK and [r.member for r, _ in ledger.acks] == [b"j1\tw:1.1"] and side.calls == []
+
+
+def test_a_job_keeping_its_result_is_acked_by_a_call_of_its_own_that_writes_it() -> None:
+    side, ledger = RedisSide(), Ledger()
+    settler = Settler(ledger, side, WorkerSettings(queues=["default"], tries=1), Registry())
+    kept = reservation(1, result_ttl=90)
+    assert settler.settle(kept, decode(kept.payload), Attempt(Outcome.OK, value={"n": 1}), 0) is Outcome.OK
+    assert ledger.acks == (), "not on the next reserve call: the result goes with its ack"
+    failing = reservation(2, result_ttl=90)
+    settler.settle(failing, decode(failing.payload), Attempt(Outcome.RETRY, "Boom: x"), 0)
+    ledger.write_settles()
+    [(ack, member, entry, ttl), fail] = side.calls
+    assert (ack, member, entry["status"], entry["value"], ttl) == ("ack", b"j1\tw:1.1", "done", {"n": 1}, 90_000)
+    assert fail[0] == "fail" and fail[4]["status"] == "failed" and fail[4]["exception"] == "Boom"
 
 
 def test_a_failed_attempt_with_tries_left_is_released_after_its_backoff() -> None:

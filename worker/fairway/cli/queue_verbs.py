@@ -85,7 +85,14 @@ def cmd_enqueue(args: argparse.Namespace) -> int:
     except JobError as exc:
         print(f"fairway enqueue: {exc}", file=sys.stderr)
         return INVALID
-    print(ids[0] if len(ids) == 1 else f"enqueued {len(ids)} jobs")
+    held = [job_id for job_id in ids if getattr(job_id, "duplicate", False)]
+    if held:  # a unique job: the key's holder is said on stderr, its id printed as the job's
+        print(
+            f"fairway enqueue: job {held[0]} holds this unique key (waiting or running): "
+            f"{plural(len(held), 'job')} not enqueued",
+            file=sys.stderr,
+        )
+    print(ids[0] if len(ids) == 1 else f"enqueued {plural(len(ids) - len(held), 'job')}")
     return OK
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from fairway.queue.access.producer import Producer
 from fairway.queue.access.progress import ProgressBoard
+from fairway.queue.access.results import Handle, Where
 from fairway.queue.access.tenant_settings import TenantSettingsStore, TenantView, checked_settings
 from fairway.queue.connection import RedisClient, connect, redis_url_from_env
 from fairway.queue.protocol.declared import declared_by
@@ -19,7 +20,7 @@ from fairway.queue.protocol.job import (
     check_tenant_id,
     new_job,
 )
-from fairway.queue.protocol.keys import DEFAULT_PREFIX, served_name_of_group
+from fairway.queue.protocol.keys import DEFAULT_PREFIX, QueueKeys, TenantGroupKeys, served_name_of_group
 from fairway.resource.names import DEFAULT_TENANT_PREFIX, QUEUE_NAME, QUEUE_NAME_RULE
 
 
@@ -57,8 +58,43 @@ def check_kwargs(kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
     return dict(kwargs)
 
 
+class Enqueued(str):
+    """What `Client.enqueue` returns: the job's id (a str) and a handle on it: `status()`,
+    `result(timeout=)`, `await result_async(timeout=)` (docs/results.md). `duplicate` is True when the
+    job was not enqueued because a waiting or running job holds its unique key; the id is that job's."""
+
+    duplicate: bool
+    handle: Handle
+
+    def __new__(cls, job_id: str, handle: Handle, duplicate: bool = False) -> Enqueued:
+        made = super().__new__(cls, job_id)
+        made.duplicate, made.handle = duplicate, handle
+        return made
+
+    def status(self) -> str:
+        return self.handle.status()
+
+    def result(self, timeout: float | None = None) -> Any:
+        return self.handle.result(timeout)
+
+    async def result_async(self, timeout: float | None = None) -> Any:
+        return await self.handle.result_async(timeout)
+
+
 # A handler as producers name it: its registered name, or the function `@fairway.job` registered.
 HandlerRef = str | Callable[..., Any]
+
+
+def declared_unique_for(handler: HandlerRef) -> float | None:
+    """`@fairway.job(unique_for=...)` of a registered function (None for a name or no declaration)."""
+    declared = None if isinstance(handler, str) else declared_by(handler)
+    return declared.unique_for if declared is not None else None
+
+
+def declared_result_ttl(handler: HandlerRef) -> float | None:
+    """`@fairway.job(result_ttl=...)` of a registered function (None for a name or no declaration)."""
+    declared = None if isinstance(handler, str) else declared_by(handler)
+    return declared.result_ttl if declared is not None else None
 
 
 def handler_and_queue(handler: HandlerRef, queue: str | None, tenant: str | None) -> tuple[str, str | None]:
@@ -116,16 +152,26 @@ class Client:
         delay: float | None = None,
         max_tries: int | None = None,
         timeout: float | None = None,
+        unique_key: str | None = None,
+        unique_for: float | None = None,
+        result_ttl: float | None = None,
         job_id: str | None = None,
         **unknown: Any,
-    ) -> str:
-        """Enqueue one job; returns its id. Positional arguments after the handler are its args; its
+    ) -> Enqueued:
+        """Enqueue one job; returns its id (`Enqueued`, a str). Positional arguments after the handler are its args; its
         keyword arguments go in `kwargs={...}` (any names, `queue` or `timeout` included), so they never
         mix with the options: `delay` and `timeout` in seconds, `job_id` to replace the generated id
         (after a timeout, outcome unknown, enqueue again with the same id so handlers can dedupe).
         Any other keyword is refused (JobError BAD_OPTION), never passed on to the handler. `handler` is
-        a name, or the function itself when `@fairway.job` registered it (its `queue=` is the default)."""
+        a name, or the function itself when `@fairway.job` registered it (its `queue=` and `unique_for=`
+        are the defaults). A unique job (`unique_key`, or `unique_for` seconds: keyed by handler and
+        arguments) whose key a waiting or running job holds is not enqueued: that job's id is returned,
+        with `duplicate` True (docs/unique.md)."""
         refuse_unknown_options("enqueue", unknown)
+        if unique_for is None and unique_key is None:
+            unique_for = declared_unique_for(handler)
+        keeps_known = result_ttl is not None or not isinstance(handler, str)  # else a worker may declare it
+        result_ttl = result_ttl if result_ttl is not None else declared_result_ttl(handler)
         handler, queue = handler_and_queue(handler, queue, tenant)
         target = self._queue_for(queue, tenant)
         job = new_job(
@@ -137,14 +183,41 @@ class Client:
             delay_s=delay,
             max_tries=max_tries,
             timeout=timeout,
+            unique_key=unique_key,
+            unique_for=unique_for,
+            result_ttl=result_ttl,
             job_id=job_id,
         )
         payload, delay_ms = job.encode(self.max_payload_bytes), check_delay_ms(delay)
         if tenant is not None:
-            self.producer.enqueue_tenant(self.tenant_prefix, tenant, [payload], delay_ms)
+            [holder] = self.producer.enqueue_tenant(self.tenant_prefix, tenant, [payload], delay_ms)
         else:
-            self.producer.enqueue(target, payload, delay_ms)
-        return job.id
+            holder = self.producer.enqueue(target, payload, delay_ms)
+        if holder is not None:  # another job's: its document and options are not this call's
+            return Enqueued(holder, Handle(self.redis, holder, self._where(target, tenant)), duplicate=True)
+        where = self._where(target, tenant, payload, job.result_ttl, keeps_known)
+        return Enqueued(job.id, Handle(self.redis, job.id, where))
+
+    def job(self, job_id: str, *, queue: str | None = None, tenant: str | None = None) -> Enqueued:
+        """A handle on a job enqueued elsewhere (another process, another language): name its queue or
+        tenant. Without its document it cannot tell waiting from finished-without-a-result: `status()`
+        says `unknown` for both, and `result()` waits."""
+        if tenant is not None:
+            check_tenant_id(tenant)
+        target = self._queue_for(queue, tenant)
+        return Enqueued(job_id, Handle(self.redis, job_id, self._where(target, tenant)))
+
+    def _where(
+        self,
+        target: str,
+        tenant: str | None,
+        document: bytes | None = None,
+        result_ttl_s: float | None = None,
+        keeps_known: bool = False,
+    ) -> Where:
+        prefix = self.producer.prefix
+        keys = TenantGroupKeys(prefix, self.tenant_prefix) if tenant is not None else QueueKeys(prefix, target)
+        return Where(keys, tenant, document, result_ttl_s, keeps_known)
 
     def enqueue_many(
         self,
@@ -159,6 +232,12 @@ class Client:
         """Enqueue one job per argument tuple in `calls`, pipelined; returns the ids in order (an empty
         `calls` writes nothing and returns []). `kwargs`, when given, goes to every job."""
         refuse_unknown_options("enqueue_many", unknown)
+        if declared_unique_for(handler) is not None:
+            raise JobError(
+                f"{getattr(handler, '__name__', handler)!r} declares unique_for, and enqueue_many writes in bulk "
+                "without checking keys: enqueue its jobs one by one with enqueue()",
+                code="BAD_OPTION",
+            )
         handler, queue = handler_and_queue(handler, queue, tenant)
         target = self._queue_for(queue, tenant)
         shared = check_kwargs(kwargs)

@@ -84,6 +84,22 @@ class Reservation:
 
 
 @dataclass(frozen=True)
+class Kept:
+    """A settled job's result entry (results.py) and how long Redis keeps it: the settle scripts'
+    optional last two ARGV."""
+
+    entry: str
+    ttl_ms: int
+
+    def argv(self) -> list[Any]:
+        return [self.entry, self.ttl_ms]
+
+
+def _kept(kept: Kept | None) -> list[Any]:
+    return kept.argv() if kept is not None else []
+
+
+@dataclass(frozen=True)
 class QueueFamily:
     """A queue's settle and renew calls (what a reservation of one of its jobs carries)."""
 
@@ -94,14 +110,14 @@ class QueueFamily:
     def reserved(self) -> str:
         return self.keys.reserved
 
-    def ack(self, member: bytes, wait_bucket: int) -> ScriptCall:
-        return ack(self.keys, member)
+    def ack(self, member: bytes, wait_bucket: int, kept: Kept | None = None) -> ScriptCall:
+        return ack(self.keys, member, kept)
 
     def release(self, member: bytes, delay_ms: int, wait_bucket: int, grace_ms: int | None = None) -> ScriptCall:
         return release(self.keys, self.active, member, delay_ms, grace_ms)
 
-    def fail(self, member: bytes, job_id: str, record: str, wait_bucket: int) -> ScriptCall:
-        return fail(self.keys, member, job_id, record)
+    def fail(self, member: bytes, job_id: str, record: str, wait_bucket: int, kept: Kept | None = None) -> ScriptCall:
+        return fail(self.keys, member, job_id, record, kept)
 
 
 @dataclass(frozen=True)
@@ -115,14 +131,14 @@ class GroupFamily:
     def reserved(self) -> str:
         return self.group.keys.reserved
 
-    def ack(self, member: bytes, wait_bucket: int) -> ScriptCall:
-        return ack_tenant(self.group.keys, member, wait_bucket)
+    def ack(self, member: bytes, wait_bucket: int, kept: Kept | None = None) -> ScriptCall:
+        return ack_tenant(self.group.keys, member, wait_bucket, kept)
 
     def release(self, member: bytes, delay_ms: int, wait_bucket: int, grace_ms: int | None = None) -> ScriptCall:
         return release_tenant(self.group, self.active, member, delay_ms, wait_bucket, grace_ms)
 
-    def fail(self, member: bytes, job_id: str, record: str, wait_bucket: int) -> ScriptCall:
-        return fail_tenant(self.group, member, job_id, record, wait_bucket)
+    def fail(self, member: bytes, job_id: str, record: str, wait_bucket: int, kept: Kept | None = None) -> ScriptCall:
+        return fail_tenant(self.group, member, job_id, record, wait_bucket, kept)
 
 
 Family = QueueFamily | GroupFamily
@@ -165,6 +181,22 @@ def enqueue_tenant(
 ) -> ScriptCall:
     """`globals_` on a standalone Redis only: the active set and the registry, in the same step."""
     return ScriptCall("enqueue_tenant", [g.ring, *_registry(globals_)], [g.base, tenant, delay_ms, g.name, *documents])
+
+
+def job_status(
+    keys: QueueKeys | TenantGroupKeys, job_id: str, tenant: str | None, document: bytes | None
+) -> ScriptCall:
+    """Where a job is (job_status.lua); with its document, whether it waits can be told too."""
+    job_key = job_id if tenant is None else f"{tenant}\t{job_id}"
+    argv: list[Any] = [keys.base, job_id, job_key]
+    if document is not None:
+        if isinstance(keys, TenantGroupKeys):
+            assert tenant is not None, "a tenant job's status names its tenant"
+            waits_in, member = keys.tenant(tenant), tenant.encode() + b"\t" + document
+        else:
+            waits_in, member = keys.ready, document
+        argv += [waits_in[len(keys.base) :], document, member]
+    return ScriptCall("job_status", [keys.result(job_id)], argv)
 
 
 def continue_tenant(g: TenantGroupKeys, active: str | None, tenant: str) -> ScriptCall:
@@ -245,12 +277,12 @@ def reserve_tenant(group: TenantGroup, u: float, retry_after_ms: int, holder: st
 # -- settling ----------------------------------------------------------------------------------------
 
 
-def ack(k: QueueKeys, member: bytes) -> ScriptCall:
-    return ScriptCall("ack", [k.reserved, k.attempts, k.leased], [member])
+def ack(k: QueueKeys, member: bytes, kept: Kept | None = None) -> ScriptCall:
+    return ScriptCall("ack", [k.reserved, k.attempts, k.leased], [member, *_kept(kept)])
 
 
-def ack_tenant(g: TenantGroupKeys, member: bytes, wait_bucket: int) -> ScriptCall:
-    return ScriptCall("ack_tenant", [g.reserved], [g.base, member, wait_bucket])
+def ack_tenant(g: TenantGroupKeys, member: bytes, wait_bucket: int, kept: Kept | None = None) -> ScriptCall:
+    return ScriptCall("ack_tenant", [g.reserved], [g.base, member, wait_bucket, *_kept(kept)])
 
 
 def release(k: QueueKeys, active: str | None, member: bytes, delay_ms: int, grace_ms: int | None = None) -> ScriptCall:
@@ -285,17 +317,21 @@ def _grace(grace_ms: int | None) -> list[int]:
     return [] if grace_ms is None else [grace_ms]
 
 
-def fail(k: QueueKeys, member: bytes, job_id: str, record: str) -> ScriptCall:
+def fail(k: QueueKeys, member: bytes, job_id: str, record: str, kept: Kept | None = None) -> ScriptCall:
     return ScriptCall(
         "fail",
         [k.reserved, k.attempts, k.failed, k.failed_index, k.leased],
-        [member, job_id, record, FAILED_KEPT],
+        [member, job_id, record, FAILED_KEPT, *_kept(kept)],
     )
 
 
-def fail_tenant(group: TenantGroup, member: bytes, job_id: str, record: str, wait_bucket: int) -> ScriptCall:
+def fail_tenant(
+    group: TenantGroup, member: bytes, job_id: str, record: str, wait_bucket: int, kept: Kept | None = None
+) -> ScriptCall:
     return ScriptCall(
-        "fail_tenant", [group.keys.reserved], [*group.argv(), member, job_id, record, FAILED_KEPT, wait_bucket]
+        "fail_tenant",
+        [group.keys.reserved],
+        [*group.argv(), member, job_id, record, FAILED_KEPT, wait_bucket, *_kept(kept)],
     )
 
 

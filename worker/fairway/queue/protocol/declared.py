@@ -3,7 +3,8 @@
 A job's own option wins (the document's `max_tries`, `timeout`), then the handler's declaration, then
 the worker's setting: `limits` is that rule, used by the worker when it starts a job and when it
 settles one. The producer reads the declaration too when it is handed the function itself
-(`client.enqueue(send, ...)`): the handler's registered name and its `queue`.
+(`client.enqueue(send, ...)`): the handler's registered name, its `queue`, `unique_for` and
+`result_ttl` (so the handle it returns knows a result is kept).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fairway.queue.protocol.job import JobError, check_timeout, check_tries
+from fairway.queue.protocol.job import JobError, check_result_ttl, check_timeout, check_tries, check_unique_for
 from fairway.resource.names import QUEUE_NAME, QUEUE_NAME_RULE
 
 MAX_BACKOFF_S = 86_400  # one retry's wait (the spec's `backoff` bound)
@@ -31,6 +32,8 @@ class Declared:
     timeout: float | None = None
     backoff: tuple[int, ...] | None = None
     queue: str | None = None
+    unique_for: float | None = None  # the producer's default when handed the function (docs/unique.md)
+    result_ttl: float | None = None  # keep its jobs' results this long (docs/results.md)
 
 
 def declare(
@@ -40,6 +43,8 @@ def declare(
     timeout: float | None = None,
     backoff: Sequence[int] | None = None,
     queue: str | None = None,
+    unique_for: float | None = None,
+    result_ttl: float | None = None,
 ) -> Declared:
     """Checked where the decorator runs, so a bad default stops the import with the argument named."""
     try:
@@ -49,6 +54,8 @@ def declare(
             timeout=None if timeout is None else check_timeout(timeout),
             backoff=None if backoff is None else _backoff(backoff),
             queue=None if queue is None else _queue(queue),
+            unique_for=None if unique_for is None else check_unique_for(unique_for),
+            result_ttl=None if result_ttl is None else check_result_ttl(result_ttl),
         )
     except JobError as exc:
         raise ValueError(f"@fairway.job for {name!r}: {exc}") from None
@@ -88,6 +95,7 @@ class Limits:
     tries: int
     timeout_s: float
     backoff_s: tuple[int, ...]
+    result_ttl_s: float | None = None  # keep the result this long; None: keep none
 
     def backoff_for(self, attempt: int) -> float:
         """Seconds before retrying after failed attempt number `attempt` (1-based; the last repeats)."""
@@ -103,11 +111,14 @@ def limits(
     tries: int,
     timeout_s: float,
     backoff_s: Sequence[int],
+    job_result_ttl: float | None = None,
 ) -> Limits:
-    """The job's own option, else the handler's declaration, else the worker's setting."""
+    """The job's own option, else the handler's declaration, else the worker's setting (results: the
+    job's, else the handler's, else none kept)."""
     d = declared or Declared("")
     return Limits(
         tries=job_tries or d.tries or tries,
         timeout_s=job_timeout or d.timeout or timeout_s,
         backoff_s=d.backoff if d.backoff is not None else tuple(backoff_s),
+        result_ttl_s=job_result_ttl or d.result_ttl,
     )

@@ -12,6 +12,7 @@ finite and in range, so no field of a document can crash the code that uses it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -35,6 +36,9 @@ ID_PATTERN = re.compile(rf"[A-Za-z0-9_.:-]{{1,{MAX_ID_LENGTH}}}")  # what a prod
 PROTOCOL_VERSION = 1  # the document's `v`; absent means 1. Additive changes keep it (docs/protocol.md)
 TENANT_ID_PATTERN = TENANT_ID  # resource/names.py: the spec's overrides name tenants with it too
 MAX_HANDLER_LENGTH = 200
+MAX_UNIQUE_KEY_BYTES = 200  # a unique job's key (UTF-8 bytes): it is part of a Redis key name
+MAX_UNIQUE_FOR_S = MAX_DELAY_S  # how long a unique job's key may be held at most
+MAX_RESULT_TTL_S = 30 * 86_400  # how long a job's result may be kept
 HANDLER_PATTERN = re.compile(rf"[A-Za-z_][A-Za-z0-9_.:]{{0,{MAX_HANDLER_LENGTH - 1}}}")
 MS_RANGE = (0, 2**53)  # timestamps in ms: non-negative and exact in any language's double
 
@@ -62,6 +66,12 @@ REFUSALS: dict[str, tuple[str, str]] = {
     "BAD_TIMEOUT": ("producers", f"timeout is not seconds above 0 and at most {MAX_TIMEOUT_S:,}"),
     "BAD_CHUNK_SIZE": ("producers", "chunk_size is not a whole number of at least 1"),
     "BAD_OPTION": ("producers", "a call names an option the producer does not have (handler kwargs go in kwargs)"),
+    "BAD_RESULT_TTL": ("producers", f"result_ttl is not seconds from 1 to {MAX_RESULT_TTL_S:,}"),
+    "BAD_UNIQUE": (
+        "producers, both scripts",
+        f"unique_key is not 1-{MAX_UNIQUE_KEY_BYTES} bytes without control characters, unique_for is not ms "
+        f"to {MAX_UNIQUE_FOR_S:,} s, or unique_for comes without unique_key in a document",
+    ),
 }
 
 
@@ -98,6 +108,9 @@ class Job:
     timeout: float | None = None
     enqueued_at: int = 0  # ms since the epoch, producer's clock
     available_at: int | None = None  # ms; set for delayed jobs, so their wait starts when they are due
+    unique_key: str | None = None  # while a job with this key waits or runs, an enqueue returns its id instead
+    unique_for: float | None = None  # seconds the unique key is held at most (None: until the job settles)
+    result_ttl: float | None = None  # seconds its result is kept after it settles (None: its handler's, else none)
 
     def encode(self, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
         document: dict[str, Any] = {
@@ -161,6 +174,8 @@ def new_job(
         check_tenant_id(tenant)
     delay_ms = check_delay_ms(delay_s)
     now = now_ms if now_ms is not None else int(time.time() * 1000)
+    if options.get("unique_for") is not None and options.get("unique_key") is None:
+        options["unique_key"] = default_unique_key(handler, args, kwargs)
     return Job(
         id=uuid.uuid4().hex if job_id is None else check_job_id(job_id),
         handler=handler,
@@ -228,6 +243,64 @@ def check_tries(tries: int) -> int:
     return tries
 
 
+def check_unique_key(key: str) -> str:
+    """A unique job's key: any text of 1-MAX_UNIQUE_KEY_BYTES UTF-8 bytes without control characters."""
+    if (
+        not isinstance(key, str)
+        or not 1 <= len(key.encode(errors="replace")) <= MAX_UNIQUE_KEY_BYTES
+        or any(ord(c) < 32 or ord(c) == 127 for c in key)
+    ):
+        raise JobError(
+            f"unique_key {key!r:.80} is invalid: give 1-{MAX_UNIQUE_KEY_BYTES} bytes of text without control "
+            "characters (e.g. 'invoice:42')",
+            code="BAD_UNIQUE",
+        )
+    return key
+
+
+def check_unique_for(seconds: float) -> float:
+    """How long a unique key is held at most: from 1 ms to MAX_UNIQUE_FOR_S seconds."""
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, int | float)
+        or not math.isfinite(seconds)
+        or not 0.001 <= seconds <= MAX_UNIQUE_FOR_S
+    ):
+        raise JobError(
+            f"unique_for {seconds!r} is out of range: give seconds from 0.001 to {MAX_UNIQUE_FOR_S} "
+            "(e.g. unique_for=60), or leave it out to hold the key until the job settles",
+            code="BAD_UNIQUE",
+        )
+    return float(seconds)
+
+
+def check_result_ttl(seconds: float) -> float:
+    """How long a job's result is kept: from 1 s to MAX_RESULT_TTL_S."""
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, int | float)
+        or not math.isfinite(seconds)
+        or not 1 <= seconds <= MAX_RESULT_TTL_S
+    ):
+        raise JobError(
+            f"result_ttl {seconds!r} is out of range: give seconds from 1 to {MAX_RESULT_TTL_S} (e.g. result_ttl=3600)",
+            code="BAD_RESULT_TTL",
+        )
+    return float(seconds)
+
+
+def default_unique_key(handler: str, args: Any, kwargs: Any) -> str:
+    """The key of a job that sets unique_for and no unique_key: its handler and arguments, so the same
+    call is one job (docs/protocol.md gives the rule every producer follows)."""
+    try:
+        canonical = json.dumps(
+            [handler, list(args), dict(kwargs)], sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        )
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise JobError(f"args/kwargs must be JSON-serialisable (no objects): {exc}", code="BAD_VALUE") from None
+    return "sha1:" + hashlib.sha1(canonical.encode()).hexdigest()
+
+
 def read_tries(value: Any) -> int:
     """A document's max_tries (any producer's: a whole float is accepted, some languages only have doubles)."""
     return int(_whole({"max_tries": value}, "max_tries", None, (1, MAX_TRIES)))
@@ -249,6 +322,27 @@ class JobOption:
 JOB_OPTIONS: tuple[JobOption, ...] = (
     JobOption("max_tries", check_tries, read_tries, int, "this job's tries (default: the worker's tries)"),
     JobOption("timeout", check_timeout, check_timeout, float, "this job's timeout in seconds (default: the worker's)"),
+    JobOption(
+        "unique_key",
+        check_unique_key,
+        check_unique_key,
+        str,
+        "while a job with this key waits or runs here, return its id instead of enqueuing (docs/unique.md)",
+    ),
+    JobOption(
+        "unique_for",
+        check_unique_for,
+        check_unique_for,
+        float,
+        "hold the unique key at most this many seconds (alone: the key is the handler and its arguments)",
+    ),
+    JobOption(
+        "result_ttl",
+        check_result_ttl,
+        check_result_ttl,
+        float,
+        "keep the handler's return value this many seconds after the job settles (docs/results.md)",
+    ),
 )
 OPTION_NAMES = tuple(o.name for o in JOB_OPTIONS)
 _OPTIONAL_FIELDS = ("tenant", *OPTION_NAMES, "available_at")  # written only when set

@@ -52,7 +52,8 @@ QUEUE_KEYS: tuple[KeyPart, ...] = (
         "attempts",
         "hash",
         "job id -> attempts started (+ 2^20 x times lost); `<job id>\\tready` -> when it was ready again (ms); "
-        "`<job id>\\thanded` -> when a worker first handed it back, not knowing its handler (ms)",
+        "`<job id>\\thanded` -> when a worker first handed it back, not knowing its handler (ms); "
+        "`<job id>\\tunique` -> the name of its `unique:` key, which settling it releases",
     ),
     KeyPart("leased", "hash", "job id -> `<tag>\\t<document>`, for each reservation: one per job"),
     KeyPart("failed", "hash", "job id -> failure record (JSON: payload, exception, message, traceback, attempts)"),
@@ -60,6 +61,16 @@ QUEUE_KEYS: tuple[KeyPart, ...] = (
     KeyPart("paused", "string", "exists while the queue is paused"),
     KeyPart("runtime", "hash", "per minute: total run time (ms) and jobs, for the auto-balancer; 15 minutes"),
     KeyPart("progress:", "string", "`progress:<job id>`: the job's last progress report (JSON); expires after a day"),
+    KeyPart(
+        "unique:",
+        "string",
+        "`unique:<unique key>` -> the id of the job holding it while it waits or runs; expires after `unique_for`",
+    ),
+    KeyPart(
+        "result:",
+        "list",
+        "`result:<job id>`: its result entry (JSON, docs/results.md), alone in the list; kept `result_ttl`",
+    ),
 )
 
 TENANT_GROUP_KEYS: tuple[KeyPart, ...] = (
@@ -79,7 +90,8 @@ TENANT_GROUP_KEYS: tuple[KeyPart, ...] = (
         "attempts",
         "hash",
         "`<tenant id>\\t<job id>` -> attempts started (+ 2^20 x times lost); with `\\tready` -> when it was "
-        "ready again (ms); with `\\thanded` -> when it was first handed back (ms)",
+        "ready again (ms); with `\\thanded` -> when it was first handed back (ms); with `\\tunique` -> the name "
+        "of its `unique:` key",
     ),
     KeyPart("leased", "hash", "`<tenant id>\\t<job id>` -> `<tag>\\t<document>`, for each reservation"),
     KeyPart("inflight", "hash", "tenant id -> jobs reserved now (what `maxInFlight` caps)"),
@@ -122,6 +134,17 @@ TENANT_GROUP_KEYS: tuple[KeyPart, ...] = (
     ),
     KeyPart("runtime", "hash", "per minute: total run time (ms) and jobs, for the auto-balancer"),
     KeyPart("progress:", "string", "`progress:<job id>`: the job's last progress report (JSON); expires after a day"),
+    KeyPart(
+        "unique:",
+        "string",
+        "`unique:<tenant id>:<unique key>` -> the id of the tenant's job holding it while it waits or runs; "
+        "expires after `unique_for`",
+    ),
+    KeyPart(
+        "result:",
+        "list",
+        "`result:<job id>`: a tenant job's result entry (JSON, docs/results.md), alone in the list; kept `result_ttl`",
+    ),
 )
 
 GLOBAL_KEYS: tuple[KeyPart, ...] = (
@@ -178,6 +201,12 @@ class QueueKeys:
     def progress(self, job_id: str) -> str:
         return f"{self.base}progress:{job_id}"
 
+    def unique(self, key: str) -> str:
+        return f"{self.base}unique:{key}"
+
+    def result(self, job_id: str) -> str:
+        return f"{self.base}result:{job_id}"
+
 
 @dataclass(frozen=True)
 class TenantGroupKeys:
@@ -230,6 +259,12 @@ class TenantGroupKeys:
 
     def progress(self, job_id: str) -> str:
         return f"{self.base}progress:{job_id}"
+
+    def unique(self, tenant_id: str, key: str) -> str:
+        return f"{self.base}unique:{tenant_id}:{key}"
+
+    def result(self, job_id: str) -> str:
+        return f"{self.base}result:{job_id}"
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,8 @@ from fairway.queue.protocol.job import (
     MAX_DOCUMENTS_PER_CALL,
     MAX_HANDLER_LENGTH,
     MAX_ID_LENGTH,
+    MAX_UNIQUE_FOR_S,
+    MAX_UNIQUE_KEY_BYTES,
 )
 from fairway.queue.protocol.keys import QUEUE_KEYS, TENANT_GROUP_KEYS, lua_prelude
 from fairway.resource.names import MAX_TENANT_ID_LENGTH
@@ -52,6 +54,7 @@ NAMES = (
     "tenant_figures",
     "tenant_settings",
     "demand",
+    "job_status",
 )
 _INCLUDE = "-- #include "
 
@@ -83,6 +86,8 @@ _PARTS: dict[str, dict[str, str | int]] = {
         "tenant_id_length": MAX_TENANT_ID_LENGTH,
         "id_length": MAX_ID_LENGTH,
         "handler_length": MAX_HANDLER_LENGTH,
+        "unique_key_bytes": MAX_UNIQUE_KEY_BYTES,
+        "unique_for_ms": MAX_UNIQUE_FOR_S * 1000,
     },
 }
 

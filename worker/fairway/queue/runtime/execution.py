@@ -32,6 +32,7 @@ class Attempt:
     outcome: Outcome
     error: str | None = None  # "<Exception>: <message>", for the job log and the failure record
     detail: dict[str, Any] | None = None  # exception, message, traceback
+    value: Any = None  # what the handler returned (kept when the job keeps its result)
 
     @classmethod
     def failed(cls, exc: BaseException) -> Attempt:
@@ -116,7 +117,7 @@ def run_handler(
             try:
                 result = func(*job.args, **job.kwargs)
                 if inspect.iscoroutine(result):
-                    asyncio.run(result)
+                    result = asyncio.run(result)
             finally:
                 leave(token)
         finally:
@@ -125,7 +126,7 @@ def run_handler(
             watchdog.deadline = None
     except BaseException as exc:  # a handler never ends the worker: SystemExit included
         return outcome_of(exc, time.perf_counter() - started, timeout_s)
-    return Attempt(Outcome.OK)
+    return Attempt(Outcome.OK, value=result)
 
 
 def failure_record(reservation: Reservation, job_id: str, attempt: Attempt) -> dict[str, Any]:

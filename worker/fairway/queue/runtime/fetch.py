@@ -23,7 +23,7 @@ from fairway.queue.access.figures import RunTally
 from fairway.queue.access.producer import Producer
 from fairway.queue.connection import RedisClient, is_cluster
 from fairway.queue.protocol import calls
-from fairway.queue.protocol.calls import NO_WAIT_BUCKET, Ack, Reservation, ScriptCall, TenantGroup, holder_tag
+from fairway.queue.protocol.calls import NO_WAIT_BUCKET, Ack, Kept, Reservation, ScriptCall, TenantGroup, holder_tag
 from fairway.queue.protocol.hotline import HotLine
 from fairway.queue.protocol.keys import GlobalKeys, QueueKeys, family_keys
 from fairway.queue.protocol.scheduling import rank_table, weighted_order
@@ -123,8 +123,10 @@ class Fetcher(ABC):
 
     # -- settling --------------------------------------------------------------------------------
 
-    def ack(self, reservation: Reservation, wait_bucket: int = NO_WAIT_BUCKET) -> bool:
-        return bool(self.scripts.run(reservation.settles.ack(reservation.member, wait_bucket)))
+    def ack(self, reservation: Reservation, wait_bucket: int = NO_WAIT_BUCKET, kept: Kept | None = None) -> bool:
+        """A call of its own (acks usually ride on the next reserve call): at shutdown, on a cluster, and
+        for a job that keeps its result, which is written in the same step."""
+        return bool(self.scripts.run(reservation.settles.ack(reservation.member, wait_bucket, kept)))
 
     def release(self, reservation: Reservation, delay_ms: int, wait_bucket: int = NO_WAIT_BUCKET) -> bool:
         """A failed attempt with tries left goes back, after `delay_ms` (backoff) or at once."""
@@ -137,9 +139,15 @@ class Fetcher(ABC):
         return int(self.scripts.run(call)) != calls.GRACE_OVER
 
     def fail(
-        self, reservation: Reservation, job_id: str, record: dict[str, Any], wait_bucket: int = NO_WAIT_BUCKET
+        self,
+        reservation: Reservation,
+        job_id: str,
+        record: dict[str, Any],
+        wait_bucket: int = NO_WAIT_BUCKET,
+        kept: Kept | None = None,
     ) -> None:
-        self.scripts.run(reservation.settles.fail(reservation.member, job_id, json.dumps(record), wait_bucket))
+        call = reservation.settles.fail(reservation.member, job_id, json.dumps(record), wait_bucket, kept)
+        self.scripts.run(call)
 
     # -- housekeeping ----------------------------------------------------------------------------
 

@@ -58,14 +58,16 @@ class Registry:
     def limits_for(self, job: Job, settings: WorkerSettings) -> Limits:
         """The job's tries, timeout and backoff: its own, else its handler's `@fairway.job(...)`, else
         the worker's."""
-        common = job.max_tries is None and job.timeout is None  # most jobs: one per handler, kept
+        common = job.max_tries is None and job.timeout is None and job.result_ttl is None  # one per handler, kept
         if common:
             kept = self._common_limits.get(job.handler)
             if kept is not None and kept[0] is settings:
                 return kept[1]
         found = self._resolve(job.handler)
         declared = self._declared.get(found) if found is not None else None
-        got = limits(job.max_tries, job.timeout, declared, settings.tries, settings.timeout_s, settings.backoff_s)
+        got = limits(
+            job.max_tries, job.timeout, declared, settings.tries, settings.timeout_s, settings.backoff_s, job.result_ttl
+        )
         if common and found is not None:  # registered names only: a producer's made-up names are not kept
             self._common_limits[job.handler] = (settings, got)
         return got
@@ -97,6 +99,8 @@ def job(
     timeout: float | None = None,
     backoff: Sequence[int] | None = None,
     queue: str | None = None,
+    unique_for: float | None = None,
+    result_ttl: float | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -110,16 +114,28 @@ def job(
     timeout: float | None = None,
     backoff: Sequence[int] | None = None,
     queue: str | None = None,
+    unique_for: float | None = None,
+    result_ttl: float | None = None,
 ) -> F | Callable[[F], F]:
     """Register a function as a job handler, under `name` or, bare, under the function's own name
     (`fairway enqueue slow` runs `def slow`; `myjobs.slow` finds it too). `tries`, `timeout` and
     `backoff` (seconds before each retry) are its jobs' defaults, over the worker's; `queue` is where
-    `client.enqueue(func, ...)` puts them unless told. A bad value stops the import (ValueError)."""
+    `client.enqueue(func, ...)` puts them unless told, `unique_for` makes those jobs unique (by handler
+    and arguments) for that many seconds, `result_ttl` keeps their return values that long (docs/results.md).
+    A bad value stops the import (ValueError)."""
 
     def register(f: F) -> F:
         target = registry if registry is not None else globals()["registry"]
         registered = name or f.__name__
-        declared = declare(registered, tries=tries, timeout=timeout, backoff=backoff, queue=queue)
+        declared = declare(
+            registered,
+            tries=tries,
+            timeout=timeout,
+            backoff=backoff,
+            queue=queue,
+            unique_for=unique_for,
+            result_ttl=result_ttl,
+        )
         target.register(registered, f, declared)
         setattr(f, DECLARATION_ATTRIBUTE, declared)
         return f

@@ -116,10 +116,10 @@ class JobPool:
             try:
                 result = func(*job.args, **job.kwargs)
                 if inspect.iscoroutine(result):  # a plain def that returned a coroutine: run it here
-                    asyncio.run(asyncio.wait_for(result, running.timeout_s))
+                    result = asyncio.run(asyncio.wait_for(result, running.timeout_s))
             finally:
                 leave(token)
-            attempt = Attempt(Outcome.OK)
+            attempt = Attempt(Outcome.OK, value=result)
         except BaseException as exc:  # a job's exception never escapes into the pool
             attempt = self._outcome_of(running, exc)
         self._report(running, attempt, began)  # (describing it is total: the report always happens)
@@ -130,10 +130,10 @@ class JobPool:
         try:
             token = enter(running.context)  # this task's own context: wait_for's task copies it
             try:
-                await asyncio.wait_for(func(*job.args, **job.kwargs), running.timeout_s)
+                result = await asyncio.wait_for(func(*job.args, **job.kwargs), running.timeout_s)
             finally:
                 leave(token)
-            attempt = Attempt(Outcome.OK)
+            attempt = Attempt(Outcome.OK, value=result)
         except BaseException as exc:
             attempt = self._outcome_of(running, exc)
         self._report(running, attempt, began)

@@ -13,8 +13,9 @@ import hashlib
 import logging
 from typing import Any, Protocol
 
-from fairway.queue.protocol.calls import NO_WAIT_BUCKET, Reservation
-from fairway.queue.protocol.job import Job, JobError
+from fairway.queue.protocol.calls import NO_WAIT_BUCKET, Kept, Reservation
+from fairway.queue.protocol.job import Job, JobError, now_ms
+from fairway.queue.protocol.results import done_entry, failed_entry, ttl_ms
 from fairway.queue.runtime.execution import Attempt, Outcome, failure_record
 from fairway.queue.runtime.handlers import Registry
 from fairway.queue.runtime.ledger import Ledger
@@ -30,11 +31,20 @@ HAND_BACK_DELAY_MS = 5_000
 class Settles(Protocol):
     """The Redis calls a settle is made of (the fetcher's)."""
 
+    def ack(self, reservation: Reservation, wait_bucket: int = ..., kept: Kept | None = ...) -> bool: ...
+
     def release(self, reservation: Reservation, delay_ms: int, wait_bucket: int = ...) -> bool: ...
 
     def hand_back(self, reservation: Reservation, delay_ms: int, grace_ms: int) -> bool: ...
 
-    def fail(self, reservation: Reservation, job_id: str, record: dict[str, Any], wait_bucket: int = ...) -> None: ...
+    def fail(
+        self,
+        reservation: Reservation,
+        job_id: str,
+        record: dict[str, Any],
+        wait_bucket: int = ...,
+        kept: Kept | None = ...,
+    ) -> None: ...
 
 
 class Settler:
@@ -45,20 +55,29 @@ class Settler:
         self.registry = registry  # each handler's declared tries and backoff
 
     def settle(self, reservation: Reservation, job: Job, attempt: Attempt, bucket: int) -> Outcome:
-        """A finished (or refused) attempt into the ledger; the outcome it was settled as."""
-        if attempt.outcome is Outcome.OK:
-            self.ledger.ack(reservation, bucket)
-            return Outcome.OK
+        """A finished (or refused) attempt into the ledger; the outcome it was settled as. A job that
+        keeps its result is acknowledged by a call of its own that writes the result in the same step;
+        the others' acks ride on the next reserve call."""
         if attempt.outcome is Outcome.HANDED_BACK:
             self.ledger.later(reservation, functools.partial(self._hand_back, reservation, job, attempt, bucket))
             return Outcome.HANDED_BACK
         limits = self.registry.limits_for(job, self.settings)
+        if attempt.outcome is Outcome.OK:
+            if limits.result_ttl_s is None:
+                self.ledger.ack(reservation, bucket)
+            else:
+                kept = Kept(done_entry(attempt.value, now_ms()), ttl_ms(limits.result_ttl_s))
+                self.ledger.later(reservation, functools.partial(self.redis_side.ack, reservation, bucket, kept))
+            return Outcome.OK
         if attempt.outcome is Outcome.RETRY and reservation.attempts < limits.tries:
             delay_ms = int(limits.backoff_for(reservation.attempts) * 1000)
             self.ledger.later(reservation, functools.partial(self.redis_side.release, reservation, delay_ms, bucket))
             return Outcome.RETRY
         record = failure_record(reservation, job.id, attempt)
-        self.ledger.later(reservation, functools.partial(self.redis_side.fail, reservation, job.id, record, bucket))
+        last = None if limits.result_ttl_s is None else Kept(failed_entry(record), ttl_ms(limits.result_ttl_s))
+        self.ledger.later(
+            reservation, functools.partial(self.redis_side.fail, reservation, job.id, record, bucket, last)
+        )
         return Outcome.FAILED
 
     def _hand_back(self, reservation: Reservation, job: Job, attempt: Attempt, bucket: int) -> None:

@@ -8,9 +8,11 @@
 -- Delayed documents go to the group's delayed set (the tenant joins the ring when they are due; the
 -- group is named in the registry at once, in the active set only then); when they are the earliest
 -- there, one token goes on the group's wake list (unless one waits there), to wake an idle worker.
--- Returns how many documents were enqueued; refuses (writing nothing) with BAD_KEYS, BAD_DELAY,
+-- Returns how many documents were enqueued; when a unique document (`unique_key`) found its key held
+-- by another job (and was not written), an array instead, one entry per document: 1 (enqueued) or
+-- the id of the job holding its key. Refuses (writing nothing) with BAD_KEYS, BAD_DELAY,
 -- BAD_TENANT, NO_DOCUMENTS, TOO_MANY, or for a document (naming its position) TOO_LARGE,
--- BAD_DOCUMENT, BAD_ID, BAD_HANDLER or MISMATCH.
+-- BAD_DOCUMENT, BAD_ID, BAD_HANDLER, MISMATCH or BAD_UNIQUE.
 -- #include tenant_ring.lua
 -- #include producer_lib.lua
 local G, id = ARGV[1] or '', ARGV[2] or ''
@@ -30,18 +32,41 @@ if count > LIMIT.documents_per_call then
   return redis.error_reply('TOO_MANY ' .. count .. ' documents in one call; send at most ' ..
     LIMIT.documents_per_call .. ' per call')
 end
+local uniques = {}  -- position -> parsed document, for unique documents only
 for i = 5, #ARGV do
-  refusal = document_refusal(ARGV[i], queue_prefix .. id, id)
+  local parsed
+  refusal, parsed = document_refusal(ARGV[i], queue_prefix .. id, id)
   if refusal then return redis.error_reply(refusal .. ' (document ' .. (i - 4) .. ')') end
+  if type(parsed.unique_key) == 'string' then uniques[i] = parsed end
+end
+-- Unique documents claim their keys (`unique:<tenant id>:<key>`): one whose key is held is left out.
+local written, replies, duplicates = {}, {}, false
+for i = 5, #ARGV do
+  local holder = true
+  if uniques[i] then
+    local parsed = uniques[i]
+    holder = claim_unique(G .. GK.unique .. id .. ':' .. parsed.unique_key, parsed, id .. '\t' .. parsed.id,
+      G .. GK.attempts)
+  end
+  if holder == true then
+    written[#written + 1] = ARGV[i]
+    replies[i - 4] = 1
+  else
+    replies[i - 4] = holder
+    duplicates = true
+  end
 end
 local now = now_ms()
 if delay > 0 then
   local members = {}
-  for i = 5, #ARGV do members[i - 4] = id .. '\t' .. ARGV[i] end
-  schedule(G .. GK.delayed, now + delay, members, G .. GK.wake, nil)
+  for i = 1, #written do members[i] = id .. '\t' .. written[i] end
+  if #members > 0 then schedule(G .. GK.delayed, now + delay, members, G .. GK.wake, nil) end
 else
-  for i = 5, #ARGV do push_tenant(G, id, ARGV[i], now) end
+  for i = 1, #written do push_tenant(G, id, written[i], now) end
 end
-if KEYS[3] then redis.call('SADD', KEYS[3], ARGV[4]) end
-if delay <= 0 and KEYS[2] then redis.call('SADD', KEYS[2], ARGV[4]) end
+if #written > 0 then
+  if KEYS[3] then redis.call('SADD', KEYS[3], ARGV[4]) end
+  if delay <= 0 and KEYS[2] then redis.call('SADD', KEYS[2], ARGV[4]) end
+end
+if duplicates then return replies end
 return count

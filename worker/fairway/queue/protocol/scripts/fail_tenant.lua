@@ -3,6 +3,7 @@
 -- KEYS[1] G .. 'reserved'
 -- ARGV[1..6] the tenant group (see read_group)   ARGV[7] reservation member   ARGV[8] job id
 -- ARGV[9] failure record (JSON)   ARGV[10] most records kept   ARGV[11] wait bucket (-1 = unknown)
+-- ARGV[12], ARGV[13] (optional) the job's result entry and its ttl (ms), as ack.lua
 -- Returns 1.
 -- #include tenant_ring.lua
 -- #include tenant_lib.lua
@@ -18,4 +19,5 @@ end
 record_failure(group, id, now)
 record_figures(G, id, now, 'f', tonumber(ARGV[11]))
 store_failure(G .. GK.failed, G .. GK.failed_index, ARGV[8], ARGV[9], now, tonumber(ARGV[10]))
+keep_result(G, ARGV[8], ARGV[12], ARGV[13])
 return 1

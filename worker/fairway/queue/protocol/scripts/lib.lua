@@ -55,9 +55,20 @@ end
 -- kept in the same hash's `<jk>\thanded` field (ms, Redis clock).
 local HANDED = '\thanded'
 
--- Forget a job's counters (it is done, or failed for good).
+-- A unique job (producer_lib.lua's claim_unique) names its lock in the same hash's `<jk>\tunique`
+-- field; the lock (a string in the family's slot) holds the job's id while the job waits or runs.
+local UNIQUE = '\tunique'
+
+-- Forget a job's counters (it is done, or failed for good), and release its unique key when the job
+-- still holds it (it may have run out and been claimed by a newer job).
 local function forget_counts(attempts, jk)
-  redis.call('HDEL', attempts, jk, jk .. READY, jk .. HANDED)
+  local lock = redis.call('HGET', attempts, jk .. UNIQUE)
+  if lock then
+    if redis.call('GET', lock) == string.match(jk, '([^\t]*)$') then redis.call('DEL', lock) end
+    redis.call('HDEL', attempts, jk, jk .. READY, jk .. HANDED, jk .. UNIQUE)
+  else
+    redis.call('HDEL', attempts, jk, jk .. READY, jk .. HANDED)
+  end
 end
 
 -- May the job of reservation `member` be handed back once more (grace_ms after its first hand-back)?
@@ -141,6 +152,17 @@ local function ack_job(reserved, leased, attempts, member)
   if not jk then return 0 end
   forget_counts(attempts, jk)
   return 1
+end
+
+-- Keep a settled job's result (docs/results.md) when its worker sends one: the entry (JSON) alone in
+-- the list `<family base>result:<job id>`, which readers wait on with `BLMOVE key key` (a blocking read
+-- that leaves it there), for `ttl_ms`. Written again by a later run of the same job, never twice.
+local function keep_result(base, job_id, entry, ttl_ms)
+  if not entry then return end
+  local key = base .. QK.result .. job_id
+  redis.call('DEL', key)
+  redis.call('RPUSH', key, entry)
+  redis.call('PEXPIRE', key, tonumber(ttl_ms))
 end
 
 -- Keep a failure record under the job's id and trim the store to its newest `kept` records.

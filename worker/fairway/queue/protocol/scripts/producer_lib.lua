@@ -3,8 +3,29 @@
 -- docs/protocol.md, "Refusals"), then what was wrong and how to fix it. LIMIT.<name> is a limit from
 -- fairway/queue/protocol/job.py, spliced in as a literal by the loader.
 
+-- A unique job's fields (docs/unique.md): `unique_key`, text of 1 to LIMIT.unique_key_bytes bytes
+-- without control characters, and `unique_for`, seconds (1 ms at least), which needs the key.
+local function unique_refusal(parsed)
+  local key, for_s = parsed.unique_key, parsed.unique_for
+  if for_s == cjson.null then for_s = nil end
+  if key == nil or key == cjson.null then
+    if for_s == nil then return nil end
+    return 'BAD_UNIQUE unique_for needs unique_key in the document: producers write the key they derive ' ..
+      '(docs/protocol.md, "Unique jobs")'
+  end
+  if type(key) ~= 'string' or #key < 1 or #key > LIMIT.unique_key_bytes or string.find(key, '%c') then
+    return 'BAD_UNIQUE unique_key must be 1-' .. LIMIT.unique_key_bytes ..
+      ' bytes of text without control characters (e.g. "invoice:42")'
+  end
+  if for_s ~= nil and (type(for_s) ~= 'number' or not (for_s * 1000 >= 1) or for_s * 1000 > LIMIT.unique_for_ms) then
+    return 'BAD_UNIQUE unique_for must be seconds from 0.001 to ' .. (LIMIT.unique_for_ms / 1000) ..
+      ', or absent to hold the key until the job settles'
+  end
+end
+
 -- The document: its size, then its shape, then that its id, handler, queue and tenant fields are
--- sound and are those of this call (`tenant` nil for a plain queue's job).
+-- sound and are those of this call (`tenant` nil for a plain queue's job). Returns the refusal, or
+-- nil and the parsed document.
 local function document_refusal(doc, queue, tenant)
   if #doc > LIMIT.document_bytes then
     return 'TOO_LARGE document is ' .. #doc .. ' bytes, over the ' .. LIMIT.document_bytes ..
@@ -37,6 +58,24 @@ local function document_refusal(doc, queue, tenant)
       (doc_tenant ~= nil and string.format('%q', tostring(doc_tenant)) or 'none') .. ' but is enqueued for tenant ' .. string.format('%q', tenant) ..
       ': set "tenant" to it and "queue" to ' .. string.format('%q', queue)
   end
+  return unique_refusal(parsed), parsed
+end
+
+-- Claim a unique job's key (`lock`, in the family's slot) for job `id`, whose job key is `jk`: true, or
+-- the id of the job that holds it (waiting, delayed or running), and then nothing is written. The
+-- attempts hash's `<jk>\tunique` names the lock, so settling the job releases it (lib.lua's
+-- forget_counts); `unique_for` bounds it as well.
+local function claim_unique(lock, parsed, jk, attempts)
+  local holder = redis.call('GET', lock)
+  if holder then return holder end
+  local for_s = parsed.unique_for
+  if type(for_s) == 'number' then
+    redis.call('SET', lock, parsed.id, 'PX', math.floor(for_s * 1000))
+  else
+    redis.call('SET', lock, parsed.id)
+  end
+  redis.call('HSET', attempts, jk .. UNIQUE, lock)
+  return true
 end
 
 -- Schedule `members` in a delayed set at `due`; when that makes them the earliest there, wake one
