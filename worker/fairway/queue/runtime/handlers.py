@@ -84,6 +84,15 @@ class Registry:
     def names(self) -> list[str]:
         return sorted(self._handlers)
 
+    def wrapped(self, wrap: Callable[[str, Handler], Handler]) -> Registry:
+        """A copy whose handlers are `wrap(name, handler)`, declarations kept (fairway.testing records
+        what each returned or raised this way)."""
+        copy = Registry()
+        for name, func in self._handlers.items():
+            copy._handlers[name] = wrap(name, func)
+            copy._declared[name] = self._declared[name]
+        return copy
+
 
 registry = Registry()
 
