@@ -11,7 +11,8 @@ A B C C B A per round (a drift of this machine's speed falls on all alike):
   C  this checkout, every job keeps its result for an hour (an acknowledgement call of its own).
 Each visit: one worker (concurrency 1) drains 20,000 no-op jobs from 3 weighted queues, then the bare
 Lua pop+reserve loop runs in the same process; the figure is the ratio of the two, so the machine's
-speed cancels. Results: bench/results/results_cost.json.
+speed cancels. Also from Redis's INFO commandstats: the script time per job (all EVALSHA, µs) and
+script calls per job. Results: bench/results/results_cost.json.
 """
 
 from __future__ import annotations
@@ -62,12 +63,16 @@ try:
                               burst=True, log_format="none")
     worker = Worker(settings, fetcher_for(connect(server.url, False), settings, random.Random(1)), registry,
                     out=io.StringIO())
+    r.config_resetstat()
     started = time.perf_counter()
     worker.run()
     rate = JOBS / (time.perf_counter() - started)
+    evalsha = r.info("commandstats").get("cmdstat_evalsha", {})
     kept = len(r.keys("fairway:*:result:*"))
     lua = throughput.baseline_lua(server.url, JOBS)
-    print(json.dumps({"rate": rate, "lua": lua, "ratio": rate / lua, "results_kept": kept}))
+    redis_us, calls = evalsha.get("usec", 0) / JOBS, evalsha.get("calls", 0) / JOBS
+    print(json.dumps({"rate": rate, "lua": lua, "ratio": rate / lua, "results_kept": kept,
+                      "redis_us_per_job": redis_us, "calls_per_job": calls}))
 finally:
     server.cleanup()
 """
@@ -106,6 +111,8 @@ def main() -> None:
             "ratios": [round(v["ratio"], 3) for v in visits],
             "jobs_per_s_median": round(statistics.median(v["rate"] for v in visits)),
             "results_kept": visits[-1]["results_kept"],
+            "redis_us_per_job_median": round(statistics.median(v["redis_us_per_job"] for v in visits), 2),
+            "script_calls_per_job": round(statistics.median(v["calls_per_job"] for v in visits), 3),
         }
         for name, visits in seen.items()
     }
