@@ -17,6 +17,7 @@ from fairway.queue.protocol.job import (
     OPTION_NAMES,
     JobError,
     check_delay_ms,
+    check_job_id,
     check_tenant_id,
     new_job,
 )
@@ -195,13 +196,17 @@ class Client:
             holder = self.producer.enqueue(target, payload, delay_ms)
         if holder is not None:  # another job's: its document and options are not this call's
             return Enqueued(holder, Handle(self.redis, holder, self._where(target, tenant)), duplicate=True)
-        where = self._where(target, tenant, payload, job.result_ttl, keeps_known)
+        # The document lets status() find a waiting job; kept only for jobs that keep a result, so a
+        # producer holding a million returned ids does not hold a million documents.
+        document = payload if job.result_ttl is not None else None
+        where = self._where(target, tenant, document, job.result_ttl, keeps_known)
         return Enqueued(job.id, Handle(self.redis, job.id, where))
 
     def job(self, job_id: str, *, queue: str | None = None, tenant: str | None = None) -> Enqueued:
         """A handle on a job enqueued elsewhere (another process, another language): name its queue or
         tenant. Without its document it cannot tell waiting from finished-without-a-result: `status()`
         says `unknown` for both, and `result()` waits."""
+        check_job_id(job_id)
         if tenant is not None:
             check_tenant_id(tenant)
         target = self._queue_for(queue, tenant)

@@ -120,7 +120,12 @@ class Handle:
                 return self._answer(status, entry, record)
         if stop.is_set():
             raise asyncio.CancelledError
-        raise TimeoutError(f"job {self.job_id}: no result within {timeout:g} s (it is {status.value})")
+        where = (
+            "it is not running and no result is kept: waiting, finished without a kept result, or expired"
+            if status is JobStatus.UNKNOWN
+            else f"it is {status.value}"
+        )
+        raise TimeoutError(f"job {self.job_id}: no result within {timeout:g} s ({where})")
 
     def _answer(self, status: JobStatus, entry: Entry | None, record: dict[str, Any] | None) -> Any:
         if record is not None:
