@@ -213,3 +213,30 @@ def unjsonable_result() -> object:
 def kept_by_handler(n: int) -> int:
     """Its declaration keeps its results, whoever enqueues it (by name, from another language)."""
     return n * 10
+
+
+@job(name="until_cancelled")
+def until_cancelled(key: str, seconds: float = 60.0) -> str:
+    """Works in 50 ms steps until its job is cancelled (then says so and stops) or `seconds` pass."""
+    from fairway import JobCancelled, current_job
+
+    _redis().rpush(key, "started")
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if current_job().cancelled:
+            _redis().rpush(key, "saw cancel")
+            raise JobCancelled("stopping at a step boundary")
+        time.sleep(0.05)
+    return "finished"
+
+
+@job(name="async_until_cancelled")
+async def async_until_cancelled(key: str, seconds: float = 60.0) -> str:
+    """Sleeps `seconds`; its task is cancelled when its job is."""
+    _redis().rpush(key, "started")
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        _redis().rpush(key, "task cancelled")
+        raise
+    return "finished"

@@ -38,6 +38,11 @@ class WorkerProcess(subprocess.Popen[str]):
         self._err = tempfile.TemporaryFile("w+")  # noqa: SIM115
         super().__init__(cmd, env=env, stdout=self._out, stderr=self._err, text=True)
 
+    def stderr_so_far(self) -> str:
+        """What it wrote to stderr until now (pread: the file offset it shares with the child stays)."""
+        size = os.fstat(self._err.fileno()).st_size
+        return os.pread(self._err.fileno(), size, 0).decode(errors="replace")
+
     def communicate(self, input: str | None = None, timeout: float | None = None) -> tuple[str, str]:
         self.wait(timeout)
         self._out.seek(0)

@@ -2,8 +2,17 @@
 
 from fairway.queue.access.client import Client, Enqueued
 from fairway.queue.access.results import JobFailedError, ResultUnavailable
-from fairway.queue.protocol.context import JobContext, current_job
+from fairway.queue.protocol.context import JobCancelled, JobContext, current_job
 from fairway.queue.runtime.handlers import job
 
-__all__ = ["Client", "Enqueued", "JobContext", "JobFailedError", "ResultUnavailable", "current_job", "job"]
+__all__ = [
+    "Client",
+    "Enqueued",
+    "JobCancelled",
+    "JobContext",
+    "JobFailedError",
+    "ResultUnavailable",
+    "current_job",
+    "job",
+]
 __version__ = "0.1.0"

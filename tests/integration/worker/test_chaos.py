@@ -52,7 +52,7 @@ class Fleet:
     def disturb(self, rng: random.Random) -> None:
         # Only a worker that is up: one still importing dies of SIGTERM's default action (-15),
         # holding nothing, which is not what this measures.
-        ready = [i for i in range(WORKERS) if time.monotonic() - self.started[i] > STARTUP_S]
+        ready = [i for i in range(WORKERS) if time.monotonic() - self.started[i] > STARTUP_S and self.up(i)]
         if not ready:
             return
         index = rng.choice(ready)
@@ -69,9 +69,18 @@ class Fleet:
         self.workers[index] = self._start()
         self.started[index] = time.monotonic()
 
+    def up(self, index: int) -> bool:
+        """Past its imports: it logged that it is connecting (from then on a SIGTERM stops it cleanly,
+        however slow this loaded machine makes its start)."""
+        return '"message": "Redis ' in self.workers[index].stderr_so_far()
+
     def close(self) -> None:
         youngest = max(self.started)
         time.sleep(max(0.0, youngest + STARTUP_S - time.monotonic()))  # (see disturb)
+        deadline = time.monotonic() + 30
+        while not all(self.up(i) or self.workers[i].poll() is not None for i in range(WORKERS)):
+            assert time.monotonic() < deadline, "a worker never got past its imports"
+            time.sleep(0.1)
         for worker in self.workers:
             if worker.poll() is None:
                 self.stopped.add(worker.pid)

@@ -108,9 +108,9 @@ def test_a_worker_whose_lease_ran_out_cannot_settle_the_new_holders_reservation(
     elif settle == "fail":
         stale.fail(old, "job-1", {"exception": "Boom"})
     else:
-        assert stale.renew([old]) == [old]
+        assert stale.renew([old]).gone == [old]
     r = redis.Redis.from_url(redis_url)
     keys = TenantGroupKeys("fairway", "tenant-") if tenant else QueueKeys("fairway", "default")
     assert r.zrange(keys.reserved, 0, -1) == [new.member], "the new holder's reservation is untouched"
-    assert holder.renew([new]) == [] and holder.ack(new)
+    assert holder.renew([new]).gone == [] and holder.ack(new)
     assert r.zcard(keys.reserved) == r.hlen(keys.leased) == r.hlen(keys.attempts) == 0

@@ -301,6 +301,37 @@ def cmd_failed(args: argparse.Namespace) -> int:
     return INVALID if unknown or settled.refused else OK
 
 
+CANCEL_SAYS = {
+    "cancelled": "cancelled (it was waiting or delayed: it will not run)",
+    "running": "running: its worker tells it to stop within seconds; it ends as cancelled",
+    "finished": "already finished: nothing to cancel",
+    "unknown": "no such job waiting, running or finished in {where}",
+}
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    """Cancel jobs by id: each said on its own line; exit 1 when any was finished or unknown."""
+    from fairway.queue.access.client import Client, check_queue
+    from fairway.queue.protocol.job import JobError, check_job_id, check_tenant_id
+
+    try:
+        for job_id in args.ids:
+            check_job_id(job_id)
+        if args.tenant is not None:
+            check_tenant_id(args.tenant)
+        else:
+            check_queue(args.queue)
+    except JobError as exc:
+        print(f"fairway cancel: {exc}", file=sys.stderr)
+        return UNUSABLE
+    client = Client(args.redis, cluster=True if args.cluster else None)
+    where = f"tenant {args.tenant}" if args.tenant is not None else f"queue {args.queue}"
+    results = {job_id: client.cancel(job_id, queue=args.queue, tenant=args.tenant) for job_id in args.ids}
+    for job_id, said in results.items():
+        print(f"{job_id}: {CANCEL_SAYS[said].format(where=where)}")
+    return OK if all(said in ("cancelled", "running") for said in results.values()) else INVALID
+
+
 def register(verbs: Verbs) -> None:
     enqueue = verbs.add_parser("enqueue", help="enqueue jobs")
     add_redis_options(enqueue)
@@ -336,6 +367,13 @@ def register(verbs: Verbs) -> None:
         add_group_option(sub, "prefix")
         sub.add_argument("--force", action="store_true", help="act on a queue that has had no jobs or workers yet")
         sub.set_defaults(run=cmd_pause)
+
+    cancel = verbs.add_parser("cancel", help="cancel jobs: waiting ones never start, running ones are told to stop")
+    add_redis_options(cancel)
+    cancel.add_argument("ids", nargs="+", help="job ids")
+    cancel.add_argument("--queue", default="default", help="the queue they were enqueued to (default: default)")
+    cancel.add_argument("--tenant", default=None, help="the tenant they were enqueued for (instead of --queue)")
+    cancel.set_defaults(run=cmd_cancel)
 
     failed = verbs.add_parser("failed", help="list, retry or forget failed jobs")
     add_redis_options(failed)

@@ -138,14 +138,17 @@ def cmd_worker(args: argparse.Namespace) -> int:
     if too_small:
         print(f"fairway worker: {too_small}", file=sys.stderr)
         return UNUSABLE
-    logging.getLogger("fairway.worker").info("Redis %s", redacted(settings.redis_url))
+    # A SIGTERM from here until the worker's own handlers are in (a pod deleted while it starts, a
+    # Redis Cluster still being asked for its nodes) sets `stop`, which the worker honours: never lost,
+    # never the default action's kill.
     with stop_on_signals() as stop:
+        logging.getLogger("fairway.worker").info("Redis %s", redacted(settings.redis_url))
         client = connect_patiently(
             settings.redis_url, settings.cluster, stop, socket_timeout_s=settings.block_for_s + 10
         )
-    if client is None:
-        return OK  # stopped while waiting for Redis: nothing was taken, nothing is lost
-    return Worker(settings, fetcher_for(client, settings), registry).run()
+        if client is None:
+            return OK  # stopped while waiting for Redis: nothing was taken, nothing is lost
+        return Worker(settings, fetcher_for(client, settings), registry).run(asked_to_stop=stop)
 
 
 def memory_below_own_size(limit_mib: int) -> str | None:

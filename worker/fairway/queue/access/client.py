@@ -75,6 +75,9 @@ class Enqueued(str):
     def status(self) -> str:
         return self.handle.status()
 
+    def cancel(self) -> str:
+        return self.handle.cancel()
+
     def result(self, timeout: float | None = None) -> Any:
         return self.handle.result(timeout)
 
@@ -211,6 +214,12 @@ class Client:
             check_tenant_id(tenant)
         target = self._queue_for(queue, tenant)
         return Enqueued(job_id, Handle(self.redis, job_id, self._where(target, tenant)))
+
+    def cancel(self, job_id: str, *, queue: str | None = None, tenant: str | None = None) -> str:
+        """Cancel a job (docs/cancel.md); name its queue or tenant. `cancelled` (it was waiting or
+        delayed: it never starts), `running` (its worker tells it within seconds), `finished` or
+        `unknown`, each said, never raised."""
+        return self.job(job_id, queue=queue, tenant=tenant).cancel()
 
     def _where(
         self,

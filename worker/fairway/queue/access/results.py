@@ -18,6 +18,7 @@ from typing import Any
 
 from fairway.queue.connection import RedisClient
 from fairway.queue.protocol import calls
+from fairway.queue.protocol.context import JobCancelled
 from fairway.queue.protocol.keys import QueueKeys, TenantGroupKeys
 from fairway.queue.protocol.results import Entry, JobStatus, read_entry
 from fairway.queue.protocol.scripts import Scripts
@@ -73,8 +74,15 @@ class Handle:
             return JobStatus.RUNNING, None, None
         return (JobStatus.WAITING if kind == "waiting" else JobStatus.UNKNOWN), None, None
 
+    def cancel(self) -> str:
+        """Cancel the job (docs/cancel.md): `cancelled` (it was waiting or delayed: it never starts),
+        `running` (its worker tells it within seconds; it ends as cancelled), `finished` (nothing to
+        cancel) or `unknown` (no such job in its queue or tenant)."""
+        reply = Scripts(self.redis).run(calls.cancel(self.where.keys, self.job_id, self.where.tenant))
+        return reply.decode() if isinstance(reply, bytes) else str(reply)
+
     def status(self) -> str:
-        """`waiting`, `running`, `done`, `failed` or `unknown` (finished with no kept result, its result
+        """`waiting`, `running`, `done`, `failed`, `cancelled` or `unknown` (finished with no kept result, its result
         expired, or never enqueued here; a handle made from an id alone says `unknown` for waiting too)."""
         return self._read()[0].value
 
@@ -142,6 +150,8 @@ class Handle:
                 "never_kept",
                 "it finished and no result was kept (or it expired): enqueue it with result_ttl=<seconds>",
             )
+        if entry.status is JobStatus.CANCELLED:
+            raise JobCancelled(f"job {self.job_id} was cancelled")
         if entry.status is JobStatus.FAILED:
             raise JobFailedError(self.job_id, entry.exception or "Exception", entry.message or "", entry.attempts)
         if entry.code is not None:

@@ -199,6 +199,20 @@ def job_status(
     return ScriptCall("job_status", [keys.result(job_id)], argv)
 
 
+CANCEL_FLAG_MS = 86_400_000  # how long a running job's cancel flag is kept (it is told within seconds)
+
+
+def cancel(keys: QueueKeys | TenantGroupKeys, job_id: str, tenant: str | None) -> ScriptCall:
+    """Cancel one job (cancel.lua): removed if it waits, flagged if it runs."""
+    if isinstance(keys, TenantGroupKeys):
+        assert tenant is not None, "a tenant job's cancel names its tenant"
+        job_key, waits_in, member_prefix = f"{tenant}\t{job_id}", keys.tenant(tenant), f"{tenant}\t"
+    else:
+        job_key, waits_in, member_prefix = job_id, keys.ready, ""
+    argv = [keys.base, job_id, job_key, waits_in[len(keys.base) :], member_prefix, CANCEL_FLAG_MS]
+    return ScriptCall("cancel", [keys.cancel(job_id)], argv)
+
+
 def continue_tenant(g: TenantGroupKeys, active: str | None, tenant: str) -> ScriptCall:
     return ScriptCall("continue_tenant", [g.ring, *_active(active)], [g.base, tenant, g.name])
 

@@ -42,6 +42,22 @@ class JobContext:
     enqueued_at_ms: int  # ms since the epoch, producer's clock; 0 when the document did not say
     served_name: str = field(repr=False)  # the queue, or the tenant group '@<queuePrefix>', it was served from
     _report: Reporter = field(repr=False, compare=False)
+    _cancelled: bool = field(default=False, repr=False, compare=False)
+    _on_cancel: Callable[[], None] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def cancelled(self) -> bool:
+        """True once someone cancelled this job (`client.cancel`, `fairway cancel`; docs/cancel.md). A
+        `def` handler checks it between steps and stops (return, or raise `fairway.JobCancelled`); an
+        `async def` handler's task is cancelled for it. Either way the job ends as cancelled, not
+        failed, and is not retried."""
+        return self._cancelled
+
+    def request_cancel(self) -> None:
+        """Called by the worker when its lease renewal learns the job was cancelled (any thread)."""
+        self._cancelled = True
+        if self._on_cancel is not None:
+            self._on_cancel()
 
     @property
     def enqueued_at(self) -> datetime | None:
@@ -101,3 +117,8 @@ def enter(context: JobContext) -> Token[JobContext]:
 
 def leave(token: Token[JobContext]) -> None:
     _current.reset(token)
+
+
+class JobCancelled(Exception):
+    """Raised by a handler that stops because its job was cancelled, and by `result()` of a cancelled
+    job: the job ends as cancelled, not failed, and is not retried."""

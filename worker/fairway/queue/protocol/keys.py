@@ -71,6 +71,12 @@ QUEUE_KEYS: tuple[KeyPart, ...] = (
         "list",
         "`result:<job id>`: its result entry (JSON, docs/results.md), alone in the list; kept `result_ttl`",
     ),
+    KeyPart(
+        "cancel:",
+        "string",
+        "`cancel:<job id>`: exists while a running job is asked to stop (docs/cancel.md); its worker tells "
+        "it at the next lease renewal",
+    ),
 )
 
 TENANT_GROUP_KEYS: tuple[KeyPart, ...] = (
@@ -145,6 +151,9 @@ TENANT_GROUP_KEYS: tuple[KeyPart, ...] = (
         "list",
         "`result:<job id>`: a tenant job's result entry (JSON, docs/results.md), alone in the list; kept `result_ttl`",
     ),
+    KeyPart(
+        "cancel:", "string", "`cancel:<job id>`: exists while a running tenant job is asked to stop (docs/cancel.md)"
+    ),
 )
 
 GLOBAL_KEYS: tuple[KeyPart, ...] = (
@@ -207,6 +216,9 @@ class QueueKeys:
     def result(self, job_id: str) -> str:
         return f"{self.base}result:{job_id}"
 
+    def cancel(self, job_id: str) -> str:
+        return f"{self.base}cancel:{job_id}"
+
 
 @dataclass(frozen=True)
 class TenantGroupKeys:
@@ -265,6 +277,9 @@ class TenantGroupKeys:
 
     def result(self, job_id: str) -> str:
         return f"{self.base}result:{job_id}"
+
+    def cancel(self, job_id: str) -> str:
+        return f"{self.base}cancel:{job_id}"
 
 
 @dataclass(frozen=True)

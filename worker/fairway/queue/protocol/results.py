@@ -30,6 +30,7 @@ class JobStatus(StrEnum):
     RUNNING = "running"
     DONE = "done"
     FAILED = "failed"  # failed for good (its result, or its failure record)
+    CANCELLED = "cancelled"  # cancelled: removed while it waited, or stopped while it ran
     UNKNOWN = "unknown"  # finished without a kept result, its result expired, or never enqueued here
 
 
@@ -68,6 +69,11 @@ def _error_entry(code: str, message: str, now_ms: int) -> str:
     return json.dumps({"status": "done", "code": code, "message": message, "at": now_ms}, separators=(",", ":"))
 
 
+def cancelled_entry(now_ms: int) -> str:
+    """The entry of a cancelled job (cancel.lua writes the same for one cancelled while it waited)."""
+    return json.dumps({"status": "cancelled", "at": now_ms}, separators=(",", ":"))
+
+
 def failed_entry(record: dict[str, Any]) -> str:
     """The entry of a job failed for good, from its failure record (no traceback: that stays there)."""
     return json.dumps(
@@ -89,10 +95,12 @@ def read_entry(raw: bytes | str) -> Entry:
         doc = json.loads(raw)
     except ValueError:
         return Entry(JobStatus.UNKNOWN, message="the kept result is not JSON")
-    if not isinstance(doc, dict) or doc.get("status") not in ("done", "failed"):
+    if not isinstance(doc, dict) or doc.get("status") not in ("done", "failed", "cancelled"):
         return Entry(JobStatus.UNKNOWN, message="the kept result is not a result entry")
     at = doc.get("at")
     at_ms = at if isinstance(at, int) else None
+    if doc["status"] == "cancelled":
+        return Entry(JobStatus.CANCELLED, at_ms=at_ms)
     if doc["status"] == "failed":
         attempts = doc.get("attempts")
         return Entry(

@@ -55,6 +55,7 @@ NAMES = (
     "tenant_settings",
     "demand",
     "job_status",
+    "cancel",
 )
 _INCLUDE = "-- #include "
 

@@ -25,6 +25,7 @@ class Outcome(StrEnum):
     RETRY = "retry"  # the attempt failed and the job has tries left: released, after its backoff
     FAILED = "failed"  # moved to the failed store for good
     HANDED_BACK = "handed_back"  # this worker does not know its handler: back for another, no try spent
+    CANCELLED = "cancelled"  # someone cancelled it while it ran: acknowledged, not retried
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,7 @@ def run_handler(
             try:
                 result = func(*job.args, **job.kwargs)
                 if inspect.iscoroutine(result):
-                    result = asyncio.run(result)
+                    result = asyncio.run(cancellable(result, context))
             finally:
                 leave(token)
         finally:
@@ -125,8 +126,32 @@ def run_handler(
                 signal.setitimer(signal.ITIMER_REAL, 0)
             watchdog.deadline = None
     except BaseException as exc:  # a handler never ends the worker: SystemExit included
+        if context.cancelled:
+            return CANCELLED
         return outcome_of(exc, time.perf_counter() - started, timeout_s)
-    return Attempt(Outcome.OK, value=result)
+    return CANCELLED if context.cancelled else Attempt(Outcome.OK, value=result)
+
+
+CANCELLED = Attempt(Outcome.CANCELLED, "JobCancelled: cancelled while it ran")
+
+
+def cancel_from_any_thread(loop: asyncio.AbstractEventLoop, task: asyncio.Future[Any]) -> Callable[[], None]:
+    """What cancelling a running async job does: its task is cancelled on its own loop."""
+
+    def cancel() -> None:
+        loop.call_soon_threadsafe(task.cancel)
+
+    return cancel
+
+
+async def cancellable(coroutine: Any, context: JobContext) -> Any:
+    """Await a handler's coroutine as a task that `context.request_cancel()` cancels (from any thread)."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(coroutine)
+    context._on_cancel = cancel_from_any_thread(loop, task)
+    if context.cancelled:  # cancelled before it could be told
+        task.cancel()
+    return await task
 
 
 def failure_record(reservation: Reservation, job_id: str, attempt: Attempt) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import random
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from fairway.queue.access.figures import RunTally
@@ -37,6 +38,14 @@ REDIS_TICK_S = 0.1  # how late Redis may time a blocked client out (its clock ti
 SHORT_WAIT_S = (
     0.2  # a rate token due sooner than this is slept for, not blocked for (Redis times blocks out in 100 ms ticks)
 )
+
+
+@dataclass(frozen=True)
+class Renewal:
+    """One round of lease renewals: jobs whose lease had run out, and jobs someone cancelled."""
+
+    gone: list[Reservation]
+    cancelled: list[Reservation]
 
 
 class Fetcher(ABC):
@@ -104,18 +113,20 @@ class Fetcher(ABC):
         time.sleep(max(0.0, min(POLL_S, until_maintenance_s)))
         return None
 
-    def renew(self, held: Sequence[Reservation]) -> list[Reservation]:
+    def renew(self, held: Sequence[Reservation]) -> Renewal:
         """Renew the leases of the jobs this process holds: one call per queue or tenant group (each
-        touches one slot, so it is legal on a cluster). Returns those whose lease had already run out."""
+        touches one slot, so it is legal on a cluster). Returns those whose lease had already run out,
+        and those someone cancelled (docs/cancel.md)."""
         by_family: dict[str, list[Reservation]] = {}
         for reservation in held:
             by_family.setdefault(reservation.settles.reserved, []).append(reservation)
-        gone: list[Reservation] = []
+        renewal = Renewal([], [])
         for reserved, reservations in by_family.items():
             by_member = {r.member: r for r in reservations}
-            missing = self.scripts.run(calls.renew(reserved, list(by_member), self.retry_after_ms))
-            gone += [by_member[m if isinstance(m, bytes) else m.encode()] for m in missing]
-        return gone
+            missing, cancelled = self.scripts.run(calls.renew(reserved, list(by_member), self.retry_after_ms))
+            renewal.gone.extend(by_member[m if isinstance(m, bytes) else m.encode()] for m in missing)
+            renewal.cancelled.extend(by_member[m if isinstance(m, bytes) else m.encode()] for m in cancelled)
+        return renewal
 
     def abandon_wait(self) -> None:
         """A signal cut a blocking read short: the connection may hold half a reply, so drop it."""

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from fairway.queue.protocol.calls import Reservation
+from fairway.queue.protocol.context import JobContext
 from fairway.queue.runtime.fetch import Fetcher
 
 log = logging.getLogger("fairway.worker")
@@ -34,6 +35,7 @@ class Leases:
         self.heartbeat = heartbeat  # written with each round while this process holds jobs (housekeeping's)
         self.every_s = min(retry_after_s / 3, MAX_RENEW_EVERY_S)
         self._held: dict[int, Reservation] = {}  # by id(): two copies of one document are two leases
+        self._running: dict[int, JobContext] = {}  # the context of each held job that has started
         self._lost: set[int] = set()
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -44,10 +46,15 @@ class Leases:
             for reservation in reservations:
                 self._held[id(reservation)] = reservation
 
+    def started(self, reservation: Reservation, context: JobContext) -> None:
+        """Its handler runs now with `context`: a cancel learnt at renewal is told to it."""
+        self._running[id(reservation)] = context
+
     def settled(self, reservation: Reservation) -> None:
         """Redis has its outcome (or it was dropped): no more renewing."""
         with self._lock:
             self._held.pop(id(reservation), None)
+            self._running.pop(id(reservation), None)
             self._lost.discard(id(reservation))
 
     def lost(self, reservation: Reservation) -> bool:
@@ -63,12 +70,18 @@ class Leases:
             return
         if self.heartbeat is not None:
             self.heartbeat.beat_now()
-        for reservation in self.fetcher.renew(held):
+        renewal = self.fetcher.renew(held)
+        for reservation in renewal.gone:
             # Gone: its lease ran out, or (the usual case) its acknowledgement reached Redis while this
             # round was under way. Only a job that has not started yet is acted on (`lost`).
             with self._lock:
                 if id(reservation) in self._held:
                     self._lost.add(id(reservation))
+        for reservation in renewal.cancelled:
+            context = self._running.get(id(reservation))
+            if context is not None and not context.cancelled:
+                log.info("job %s: cancelled while it runs; telling its handler", context.id)
+                context.request_cancel()
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="fairway-leases", daemon=True)

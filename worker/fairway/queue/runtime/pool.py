@@ -25,7 +25,7 @@ from typing import Any
 from fairway.queue.protocol.calls import Reservation
 from fairway.queue.protocol.context import JobContext, enter, leave
 from fairway.queue.protocol.job import Job
-from fairway.queue.runtime.execution import Attempt, Outcome, outcome_of
+from fairway.queue.runtime.execution import CANCELLED, Attempt, Outcome, cancel_from_any_thread, cancellable, outcome_of
 
 
 @dataclass
@@ -116,12 +116,12 @@ class JobPool:
             try:
                 result = func(*job.args, **job.kwargs)
                 if inspect.iscoroutine(result):  # a plain def that returned a coroutine: run it here
-                    result = asyncio.run(asyncio.wait_for(result, running.timeout_s))
+                    result = asyncio.run(asyncio.wait_for(cancellable(result, running.context), running.timeout_s))
             finally:
                 leave(token)
-            attempt = Attempt(Outcome.OK, value=result)
+            attempt = CANCELLED if running.context.cancelled else Attempt(Outcome.OK, value=result)
         except BaseException as exc:  # a job's exception never escapes into the pool
-            attempt = self._outcome_of(running, exc)
+            attempt = CANCELLED if running.context.cancelled else self._outcome_of(running, exc)
         self._report(running, attempt, began)  # (describing it is total: the report always happens)
 
     async def _run_async(self, running: Running, func: Callable[..., Any]) -> None:
@@ -130,12 +130,15 @@ class JobPool:
         try:
             token = enter(running.context)  # this task's own context: wait_for's task copies it
             try:
+                task, loop = asyncio.current_task(), asyncio.get_running_loop()
+                if task is not None:  # cancelling the job cancels this task, from the lease thread
+                    running.context._on_cancel = cancel_from_any_thread(loop, task)
                 result = await asyncio.wait_for(func(*job.args, **job.kwargs), running.timeout_s)
             finally:
                 leave(token)
-            attempt = Attempt(Outcome.OK, value=result)
+            attempt = CANCELLED if running.context.cancelled else Attempt(Outcome.OK, value=result)
         except BaseException as exc:
-            attempt = self._outcome_of(running, exc)
+            attempt = CANCELLED if running.context.cancelled else self._outcome_of(running, exc)
         self._report(running, attempt, began)
 
     @staticmethod

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from fairway.queue.protocol.calls import NO_WAIT_BUCKET, Kept, Reservation
 from fairway.queue.protocol.job import Job, JobError, now_ms
-from fairway.queue.protocol.results import done_entry, failed_entry, ttl_ms
+from fairway.queue.protocol.results import cancelled_entry, done_entry, failed_entry, ttl_ms
 from fairway.queue.runtime.execution import Attempt, Outcome, failure_record
 from fairway.queue.runtime.handlers import Registry
 from fairway.queue.runtime.ledger import Ledger
@@ -62,6 +62,10 @@ class Settler:
             self.ledger.later(reservation, functools.partial(self._hand_back, reservation, job, attempt, bucket))
             return Outcome.HANDED_BACK
         limits = self.registry.limits_for(job, self.settings)
+        if attempt.outcome is Outcome.CANCELLED:  # done with, not retried; a kept result says cancelled
+            kept = None if limits.result_ttl_s is None else Kept(cancelled_entry(now_ms()), ttl_ms(limits.result_ttl_s))
+            self.ledger.later(reservation, functools.partial(self.redis_side.ack, reservation, bucket, kept))
+            return Outcome.CANCELLED
         if attempt.outcome is Outcome.OK:
             if limits.result_ttl_s is None:
                 self.ledger.ack(reservation, bucket)

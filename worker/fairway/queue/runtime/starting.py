@@ -79,6 +79,7 @@ class Starter:
             reservation.queue,
             self.progress.report,
         )
+        self.leases.started(reservation, context)
         done = self.runner.run(func, started, context)
         if done is not None:
             self.completions.finish(done)

@@ -25,6 +25,7 @@ import functools
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import TextIO
@@ -75,9 +76,10 @@ class Worker:
         """What this process serves, said once at start."""
         return self.settings.describe(self.registry.names())
 
-    def run(self) -> int:
+    def run(self, asked_to_stop: threading.Event | None = None) -> int:
         """Serve until stopped, recycled or (with --burst) drained: 0. With slots written off to stuck
-        jobs: HARD_EXIT_CODE once the others are settled, so the process is replaced."""
+        jobs: HARD_EXIT_CODE once the others are settled, so the process is replaced. `asked_to_stop`:
+        set by a SIGTERM that came while the worker was starting (it then stops before taking a job)."""
         p = self.parts
         log.info("worker %d started: %s", os.getpid(), self.banner())
         if self.settings.metrics_port:
@@ -89,6 +91,9 @@ class Worker:
                 log.warning("probes not served: cannot listen on port %d (%s)", self.settings.health_port, exc)
         if p.signals.install():
             p.runner.watchdog.start()
+        if asked_to_stop is not None and asked_to_stop.is_set():  # a SIGTERM before our handlers were in
+            log.info("SIGTERM received while starting: taking no jobs")
+            p.signals.stopping, p.signals.reason = True, "SIGTERM"
         p.leases.start()
         try:
             self._serve()
