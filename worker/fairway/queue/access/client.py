@@ -11,7 +11,7 @@ from fairway.queue.access.progress import ProgressBoard
 from fairway.queue.access.results import Handle, Where
 from fairway.queue.access.tenant_settings import TenantSettingsStore, TenantView, checked_settings
 from fairway.queue.connection import RedisClient, connect, redis_url_from_env
-from fairway.queue.protocol.declared import declared_by
+from fairway.queue.protocol.declared import Declared, declared_by
 from fairway.queue.protocol.job import (
     MAX_DOCUMENT_BYTES,
     OPTION_NAMES,
@@ -89,16 +89,10 @@ class Enqueued(str):
 HandlerRef = str | Callable[..., Any]
 
 
-def declared_unique_for(handler: HandlerRef) -> float | None:
-    """`@fairway.job(unique_for=...)` of a registered function (None for a name or no declaration)."""
+def declaration_of(handler: HandlerRef) -> Declared:
+    """What `@fairway.job(...)` declared for a registered function; nothing declared for a name."""
     declared = None if isinstance(handler, str) else declared_by(handler)
-    return declared.unique_for if declared is not None else None
-
-
-def declared_result_ttl(handler: HandlerRef) -> float | None:
-    """`@fairway.job(result_ttl=...)` of a registered function (None for a name or no declaration)."""
-    declared = None if isinstance(handler, str) else declared_by(handler)
-    return declared.result_ttl if declared is not None else None
+    return declared or Declared("")
 
 
 def handler_and_queue(handler: HandlerRef, queue: str | None, tenant: str | None) -> tuple[str, str | None]:
@@ -172,10 +166,11 @@ class Client:
         arguments) whose key a waiting or running job holds is not enqueued: that job's id is returned,
         with `duplicate` True (docs/unique.md)."""
         refuse_unknown_options("enqueue", unknown)
+        declared = declaration_of(handler)
         if unique_for is None and unique_key is None:
-            unique_for = declared_unique_for(handler)
+            unique_for = declared.unique_for
         keeps_known = result_ttl is not None or not isinstance(handler, str)  # else a worker may declare it
-        result_ttl = result_ttl if result_ttl is not None else declared_result_ttl(handler)
+        result_ttl = result_ttl if result_ttl is not None else declared.result_ttl
         handler, queue = handler_and_queue(handler, queue, tenant)
         target = self._queue_for(queue, tenant)
         job = new_job(
@@ -246,7 +241,7 @@ class Client:
         """Enqueue one job per argument tuple in `calls`, pipelined; returns the ids in order (an empty
         `calls` writes nothing and returns []). `kwargs`, when given, goes to every job."""
         refuse_unknown_options("enqueue_many", unknown)
-        if declared_unique_for(handler) is not None:
+        if declaration_of(handler).unique_for is not None:
             raise JobError(
                 f"{getattr(handler, '__name__', handler)!r} declares unique_for, and enqueue_many writes in bulk "
                 "without checking keys: enqueue its jobs one by one with enqueue()",

@@ -104,7 +104,7 @@ class Handle:
 
     def _wait(self, timeout: float | None, stop: threading.Event) -> Any:
         status, entry, record = self._read()
-        if entry is not None or record is not None or (status is JobStatus.UNKNOWN and self.where.document):
+        if self._ended(status, entry, record):
             return self._answer(status, entry, record)
         if self.where.keeps_known and self.where.result_ttl_s is None:
             raise ResultUnavailable(
@@ -124,7 +124,7 @@ class Handle:
                 entry = read_entry(raw)
                 return self._answer(entry.status, entry, None)
             status, entry, record = self._read()  # between reads: it may have ended without a result
-            if entry is not None or record is not None or (status is JobStatus.UNKNOWN and self.where.document):
+            if self._ended(status, entry, record):
                 return self._answer(status, entry, record)
         if stop.is_set():
             raise asyncio.CancelledError
@@ -134,6 +134,11 @@ class Handle:
             else f"it is {status.value}"
         )
         raise TimeoutError(f"job {self.job_id}: no result within {timeout:g} s ({where})")
+
+    def _ended(self, status: JobStatus, entry: Entry | None, record: dict[str, Any] | None) -> bool:
+        """Nothing more will come: a result or failure record is there, or (its document known) the job
+        is neither waiting nor running."""
+        return entry is not None or record is not None or (status is JobStatus.UNKNOWN and bool(self.where.document))
 
     def _answer(self, status: JobStatus, entry: Entry | None, record: dict[str, Any] | None) -> Any:
         if record is not None:

@@ -183,19 +183,31 @@ def enqueue_tenant(
     return ScriptCall("enqueue_tenant", [g.ring, *_registry(globals_)], [g.base, tenant, delay_ms, g.name, *documents])
 
 
+@dataclass(frozen=True)
+class Whereabouts:
+    """Where one job's keys are, as job_status.lua and cancel.lua take them: its job key, the list it
+    waits in (its part after the family's base) and the prefix of its `delayed` member."""
+
+    job_key: str
+    waits_in: str
+    member_prefix: str
+
+    @classmethod
+    def of(cls, keys: QueueKeys | TenantGroupKeys, job_id: str, tenant: str | None) -> Whereabouts:
+        if isinstance(keys, TenantGroupKeys):
+            assert tenant is not None, "a tenant job names its tenant"
+            return cls(f"{tenant}\t{job_id}", keys.tenant(tenant)[len(keys.base) :], f"{tenant}\t")
+        return cls(job_id, keys.ready[len(keys.base) :], "")
+
+
 def job_status(
     keys: QueueKeys | TenantGroupKeys, job_id: str, tenant: str | None, document: bytes | None
 ) -> ScriptCall:
     """Where a job is (job_status.lua); with its document, whether it waits can be told too."""
-    job_key = job_id if tenant is None else f"{tenant}\t{job_id}"
-    argv: list[Any] = [keys.base, job_id, job_key]
+    at = Whereabouts.of(keys, job_id, tenant)
+    argv: list[Any] = [keys.base, job_id, at.job_key]
     if document is not None:
-        if isinstance(keys, TenantGroupKeys):
-            assert tenant is not None, "a tenant job's status names its tenant"
-            waits_in, member = keys.tenant(tenant), tenant.encode() + b"\t" + document
-        else:
-            waits_in, member = keys.ready, document
-        argv += [waits_in[len(keys.base) :], document, member]
+        argv += [at.waits_in, document, at.member_prefix.encode() + document]
     return ScriptCall("job_status", [keys.result(job_id)], argv)
 
 
@@ -204,12 +216,8 @@ CANCEL_FLAG_MS = 86_400_000  # how long a running job's cancel flag is kept (it 
 
 def cancel(keys: QueueKeys | TenantGroupKeys, job_id: str, tenant: str | None) -> ScriptCall:
     """Cancel one job (cancel.lua): removed if it waits, flagged if it runs."""
-    if isinstance(keys, TenantGroupKeys):
-        assert tenant is not None, "a tenant job's cancel names its tenant"
-        job_key, waits_in, member_prefix = f"{tenant}\t{job_id}", keys.tenant(tenant), f"{tenant}\t"
-    else:
-        job_key, waits_in, member_prefix = job_id, keys.ready, ""
-    argv = [keys.base, job_id, job_key, waits_in[len(keys.base) :], member_prefix, CANCEL_FLAG_MS]
+    at = Whereabouts.of(keys, job_id, tenant)
+    argv = [keys.base, job_id, at.job_key, at.waits_in, at.member_prefix, CANCEL_FLAG_MS]
     return ScriptCall("cancel", [keys.cancel(job_id)], argv)
 
 

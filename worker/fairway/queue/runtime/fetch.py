@@ -124,8 +124,8 @@ class Fetcher(ABC):
         for reserved, reservations in by_family.items():
             by_member = {r.member: r for r in reservations}
             missing, cancelled = self.scripts.run(calls.renew(reserved, list(by_member), self.retry_after_ms))
-            renewal.gone.extend(by_member[m if isinstance(m, bytes) else m.encode()] for m in missing)
-            renewal.cancelled.extend(by_member[m if isinstance(m, bytes) else m.encode()] for m in cancelled)
+            renewal.gone.extend(by_member[_member(m)] for m in missing)
+            renewal.cancelled.extend(by_member[_member(m)] for m in cancelled)
         return renewal
 
     def abandon_wait(self) -> None:
@@ -385,3 +385,8 @@ def fetcher_for(
     """The strategy for this client: decided here, once, and nowhere else."""
     strategy = ClusterFetcher if is_cluster(client) else StandaloneFetcher
     return strategy(client, settings, rng, identity)
+
+
+def _member(reply: bytes | str) -> bytes:
+    """A reservation member as a script replied it (bytes, or text from a decoding client)."""
+    return reply if isinstance(reply, bytes) else reply.encode()
