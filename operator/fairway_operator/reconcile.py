@@ -24,8 +24,11 @@ from fairway.plan.scaling import PoolSample
 from fairway.queue.access.admin import Admin
 from fairway.queue.access.figures import QueueStats, TenantFigures
 from fairway.queue.access.inspector import Inspector
+from fairway.queue.access.schedules import Schedules
 from fairway.queue.connection import CONNECTION_ERRORS, RedisClient, connect
 from fairway.resource.manifests import ValidationReport, validate_spec
+from fairway.resource.names import DEFAULT_TENANT_PREFIX
+from fairway.resource.schedules import ScheduleView
 from fairway.resource.spec import QueueSupervisorSpec
 from fairway_operator.conditions import BAD_REDIS_URL, REDIS_UNREACHABLE, SECRET_FORBIDDEN, SECRET_UNREADABLE, now_iso
 from fairway_operator.desired import DEFAULT_IMAGE, POOL_KEY, PoolChildren, all_objects, desired
@@ -52,6 +55,30 @@ class Outcome:
     valid: bool
     errors: list[str] = field(default_factory=list)
     api_error: str | None = None
+
+
+@dataclass(frozen=True)
+class RedisReading:
+    """What one pass read from a supervisor's Redis, or why it could not (`trouble`: reason, message)."""
+
+    stats: list[QueueStats] | None = None
+    figures: list[TenantFigures] | None = None
+    schedules: list[ScheduleView] | None = None
+    trouble: tuple[str, str] | None = None
+
+
+def tick_schedules(client: RedisClient, spec: QueueSupervisorSpec) -> list[ScheduleView]:
+    """The operator is one more ticker of the spec's schedules (tick.lua keeps one job per tick), then
+    reads their runs for the status."""
+    if not spec.schedules:
+        return []
+    group_prefix = spec.tenants.queue_prefix if spec.tenants is not None else DEFAULT_TENANT_PREFIX
+    schedules = Schedules(client, group_prefix=group_prefix)
+    now = time.time()
+    schedules.register(spec.schedules)
+    for schedule in spec.schedules:
+        schedules.tick(schedule, now)
+    return [schedules.view(s, group_prefix, now) for s in spec.schedules]
 
 
 class RedisViews:
@@ -230,12 +257,11 @@ class Reconciler:
     def _redis(self, namespace: str, spec: QueueSupervisorSpec) -> RedisClient:
         return self.redis.client(self.redis_url(namespace, spec), spec.redis.cluster)
 
-    def observe_redis(
-        self, namespace: str, name: str, spec: QueueSupervisorSpec
-    ) -> tuple[list[QueueStats] | None, list[TenantFigures] | None, tuple[str, str] | None]:
+    def observe_redis(self, namespace: str, name: str, spec: QueueSupervisorSpec) -> RedisReading:
         """Push pauses and the tenant group's settings (when the spec changed, and every REPUSH_S in case
-        Redis lost them), read queue figures and tenant figures; (None, None, (reason, message)) when
-        they cannot be read, the reason one of conditions.py's (a forbidden Secret is not an outage)."""
+        Redis lost them), tick the schedules (so a pool scaled to zero still gets their jobs, within their
+        grace), read queue figures, tenant figures and the schedules' runs; only `trouble` when they
+        cannot be read, its reason one of conditions.py's (a forbidden Secret is not an outage)."""
         try:
             client = self._redis(namespace, spec)
             if self._push_due((namespace, name), spec, client):
@@ -245,21 +271,21 @@ class Reconciler:
             names = served_names(spec)
             stats = inspector.stats(names) if names else []
             figures = inspector.tenant_figures(spec.tenants.queue_prefix) if spec.tenants else None
-            return stats, figures, None
+            return RedisReading(stats, figures, tick_schedules(client, spec))
         except REDIS_ERRORS as exc:
-            return None, None, (REDIS_UNREACHABLE, f"Redis is unreachable: {exc}")
+            return RedisReading(trouble=(REDIS_UNREACHABLE, f"Redis is unreachable: {exc}"))
         except SecretNotGranted as exc:
             message = (
                 f"the operator may not read Secret {exc.args[0]!r}: add it to the chart's redisSecrets.names "
                 "(the operator's --redis-secrets), or set spec.redis.url"
             )
-            return None, None, (SECRET_FORBIDDEN, message)
+            return RedisReading(trouble=(SECRET_FORBIDDEN, message))
         except SecretUnreadable as exc:
             reason = SECRET_FORBIDDEN if isinstance(exc, SecretForbidden) else SECRET_UNREADABLE
-            return None, None, (reason, f"cannot read the Redis URL from its Secret: {exc}")
+            return RedisReading(trouble=(reason, f"cannot read the Redis URL from its Secret: {exc}"))
         except ValueError as exc:  # not a Redis URL at all; the message of a parser may quote it, so not shown
             message = f"{_url_source(spec)} is not a usable Redis URL ({type(exc).__name__}); {_URL_FIX}"
-            return None, None, (BAD_REDIS_URL, message)
+            return RedisReading(trouble=(BAD_REDIS_URL, message))
 
     # -- the pass --------------------------------------------------------------------------------
 
@@ -340,7 +366,13 @@ class Reconciler:
             deployments = [o for o in owned if o["kind"] == "Deployment"]
             current = replicas_by_pool(deployments)
             ready = {o["metadata"]["name"]: (o.get("status") or {}).get("availableReplicas") or 0 for o in deployments}
-            stats, figures, redis_trouble = self.observe_redis(namespace, name, spec)
+            reading = self.observe_redis(namespace, name, spec)
+            stats, figures, redis_trouble, schedules = (
+                reading.stats,
+                reading.figures,
+                reading.trouble,
+                reading.schedules,
+            )
             shared = self._shared((namespace, name), spec) if redis_trouble is None else None
             samples: dict[str, PoolSample] = pool_samples(spec, stats) if stats is not None else {}
             children = self.specs.children(body, spec, self.default_image, current)
@@ -359,7 +391,7 @@ class Reconciler:
             ]
         except ApiException as exc:
             api_error = f"Kubernetes API error {exc.status}: {exc.reason}"
-            stats, figures, redis_trouble, shared = None, None, None, None
+            stats, figures, redis_trouble, shared, schedules = None, None, None, None, None
         redis_error = redis_trouble[1] if redis_trouble else None
         observations = Observations(
             meta.get("generation"),
@@ -373,6 +405,7 @@ class Reconciler:
             scaled=scaled,
             redis_reason=redis_trouble[0] if redis_trouble else REDIS_UNREACHABLE,
             shared=shared,
+            schedules=schedules,
         )
         status = build_status(observations, previous, now_iso())
         if self.metrics is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,11 +15,13 @@ from fairway.queue.access.figures import QueueStats, TenantFigures
 from fairway.queue.protocol.keys import SERVED_NAME_MARK
 from fairway.resource.manifests import ValidationReport
 from fairway.resource.names import DEFAULT_WEIGHT
+from fairway.resource.schedules import ScheduleView
 from fairway.resource.status import (
     ConditionType,
     PoolStatus,
     QueueStatus,
     QueueSupervisorStatus,
+    ScheduleStatus,
     TenantsStatus,
 )
 from fairway_operator import conditions as c
@@ -56,6 +59,7 @@ class Observations:
     scaled: Mapping[str, Scaled] = field(default_factory=dict)  # pool name -> this pass's change
     redis_reason: str = c.REDIS_UNREACHABLE  # what kind of trouble redis_error is (conditions.py)
     shared: str | None = None  # queues another supervisor serves on the same Redis, said in words
+    schedules: Sequence[ScheduleView] | None = None  # each schedule's runs, when Redis answered
 
 
 def parse_status(raw: Mapping[str, Any] | None) -> QueueSupervisorStatus:
@@ -155,6 +159,7 @@ def build_status(obs: Observations, previous: QueueSupervisorStatus, now: str) -
                 "pools": previous.pools,
                 "queues": previous.queues,
                 "tenants": previous.tenants,
+                "schedules": previous.schedules,
             }
         )
 
@@ -193,4 +198,19 @@ def build_status(obs: Observations, previous: QueueSupervisorStatus, now: str) -
     # Redis unreachable: keep the last figures; Degraded says why.
     queues = _queues(obs) if obs.queue_stats is not None else previous.queues
     tenants = _tenants(obs.tenants) if obs.tenants is not None else previous.tenants
-    return status.model_copy(update={"conditions": conds, "pools": pools, "queues": queues, "tenants": tenants})
+    schedules = [_schedule(v) for v in obs.schedules] if obs.schedules is not None else previous.schedules
+    update = {"conditions": conds, "pools": pools, "queues": queues, "tenants": tenants, "schedules": schedules}
+    return status.model_copy(update=update)
+
+
+def _schedule(view: ScheduleView) -> ScheduleStatus:
+    return ScheduleStatus(
+        name=view.schedule.name,
+        paused=view.paused,
+        last_run_time=rfc3339(view.ran) if view.ran is not None else None,
+        next_run_times=[] if view.paused else [rfc3339(t) for t in view.next_runs],
+    )
+
+
+def rfc3339(epoch_s: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch_s))

@@ -19,6 +19,7 @@ import pytest
 import redis
 import yaml
 
+from fairway.resource.schedules import CRON_MESSAGE
 from support.image import IMAGE
 from support.real_cluster import ROOT, RealCluster, eventually
 
@@ -79,7 +80,9 @@ def running(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def test_a_supervisor_comes_up_runs_jobs_and_shows_its_state(installed: RealCluster) -> None:
     node = installed
-    node.kubectl("apply", "-f", "-", input=supervisor("basic", queues=["e2e-basic"], maxProcesses=2, timeout=60))
+    beat = {"name": "beat", "every": 1, "handler": "noop", "queue": "e2e-basic"}
+    node.kubectl("apply", "-f", "-", input=supervisor("basic", queues=["e2e-basic"], maxProcesses=2, timeout=60,
+                                                      schedules=[beat]))  # fmt: skip
     eventually("basic Ready", lambda: node.condition("basic", "Ready") == "True", 120)
     assert running(pods_of(node, "basic")), "its worker pods run"
     fairway(node, "enqueue", "--queue", "e2e-basic", "--count", "20", "noop")
@@ -94,6 +97,24 @@ def test_a_supervisor_comes_up_runs_jobs_and_shows_its_state(installed: RealClus
     )  # fmt: skip
     assert refused.returncode != 0
     assert "The [bad.queueWeights] option only applies when [balance] is none" in refused.stderr, refused.stderr
+
+    # Its schedule ticks (the pods and the operator), and the status shows its runs.
+    shown = eventually(
+        "the schedule's runs in the status",
+        lambda: [x for x in node.get("queuesupervisor", "basic").get("status", {}).get("schedules", [])
+                 if x.get("lastRunTime") and len(x.get("nextRunTimes", [])) == 3],
+        60,
+    )  # fmt: skip
+    assert [x["name"] for x in shown] == ["beat"]
+    # A bad cron expression: the real API server refuses it with the words `fairway validate` prints.
+    bad_cron = supervisor(
+        "bad-cron", queues=["a"], schedules=[{"name": "c", "cron": "61 * * * *", "handler": "noop", "queue": "a"}]
+    )
+    refused = subprocess.run(
+        [str(node.bin / "kubectl"), "--kubeconfig", str(node.kubeconfig), "-n", "fairway-e2e", "apply", "-f", "-"],
+        input=bad_cron, capture_output=True, text=True,
+    )  # fmt: skip
+    assert refused.returncode != 0 and CRON_MESSAGE in refused.stderr, refused.stderr
 
 
 def test_a_pool_wakes_from_zero_grows_and_shrinks_sparing_its_busy_pod(installed: RealCluster) -> None:

@@ -3,7 +3,7 @@
 from fairway.queue.access.client import Client, Enqueued
 from fairway.queue.access.results import JobFailedError, ResultUnavailable
 from fairway.queue.protocol.context import JobCancelled, JobContext, current_job
-from fairway.queue.runtime.handlers import job
+from fairway.queue.runtime.handlers import job, schedule
 
 __all__ = [
     "Client",
@@ -14,5 +14,6 @@ __all__ = [
     "ResultUnavailable",
     "current_job",
     "job",
+    "schedule",
 ]
 __version__ = "0.1.0"

@@ -33,6 +33,8 @@ def with_spec(**changes: Any) -> dict[str, Any]:
     return doc
 
 
+SCHEDULE = {"name": "nightly", "cron": "0 3 * * *", "handler": "report", "queue": "high"}
+
 # (id, manifest, the field both sides must name, the rule whose words both must print or None)
 BAD: list[tuple[str, dict[str, Any], str, str | None]] = [
     (
@@ -168,6 +170,35 @@ BAD: list[tuple[str, dict[str, Any], str, str | None]] = [
     ("tenant-rate-boolean", with_spec(tenants={"defaults": {"rate": True}}), "spec.tenants.defaults.rate", None),
     ("backoff-strings", with_spec(backoff=["1", "5"]), "spec.backoff", None),
     ("memory-string", with_spec(memory="256Mi"), "spec.memory", None),
+    # Schedules (docs/schedules.md)
+    (
+        "schedule-named-twice",
+        with_spec(schedules=[{"name": "n", "every": 5, "handler": "h", "queue": "high"}] * 2),
+        "spec.schedules",
+        "schedule-names-unique",
+    ),
+    (
+        "schedule-queue-not-served",
+        with_spec(schedules=[{"name": "n", "every": 5, "handler": "h", "queue": "elsewhere"}]),
+        "spec.schedules",
+        "schedule-queue-served",
+    ),
+    (
+        "schedule-tenant-without-group",
+        with_spec(schedules=[{"name": "n", "every": 5, "handler": "h", "tenant": "acme"}]),
+        "spec.schedules",
+        "schedule-tenant-needs-group",
+    ),
+    ("schedule-bad-cron", with_spec(schedules=[SCHEDULE | {"cron": "61 * * * *"}]), "spec.schedules", None),
+    ("schedule-cron-and-every", with_spec(schedules=[SCHEDULE | {"every": 60}]), "spec.schedules", None),
+    ("schedule-no-target", with_spec(schedules=[{"name": "n", "every": 5, "handler": "h"}]), "spec.schedules", None),
+    (
+        "schedule-every-zero",
+        with_spec(schedules=[{"name": "n", "every": 0, "handler": "h", "queue": "high"}]),
+        "spec.schedules",
+        None,
+    ),
+    ("schedule-name-upper", with_spec(schedules=[SCHEDULE | {"name": "Nightly"}]), "spec.schedules", None),
 ]
 
 
@@ -194,6 +225,34 @@ def test_bad_manifest_is_refused_by_crd_and_python_alike(
         # the same words from the API server and from Python, the object's name included
         assert rule.text("shop") in [r.message for r in rejections if r.source == "cel"]
         assert rule.text("shop") in [p.message for p in report.errors]
+
+
+@pytest.mark.parametrize("cron", ["61 * * * *", "* * * *", "*/0 * * * *", "0 0 * * 8", "every day"])
+def test_a_bad_cron_expression_gets_the_same_words_from_the_api_server_and_python(cron: str) -> None:
+    from fairway.resource.schedules import CRON_MESSAGE
+
+    manifest = with_spec(schedules=[SCHEDULE | {"cron": cron}])
+    cel = [(r.path, r.message) for r in admit(manifest) if r.source == "cel"]
+    assert cel == [(".spec.schedules[0].cron", CRON_MESSAGE)]
+    assert [(p.field, p.message) for p in validate_document(manifest).errors] == [
+        ("spec.schedules.0.cron", CRON_MESSAGE)
+    ]
+
+
+def test_a_good_schedule_is_admitted_by_both() -> None:
+    tenant = {
+        "name": "sync",
+        "every": 300,
+        "handler": "sync",
+        "tenant": "acme",
+        "missed": "once",
+        "args": [1, {"a": 2}],
+    }
+    manifest = with_spec(
+        tenants={}, schedules=[SCHEDULE | {"timezone": "Europe/Paris", "kwargs": {"f": "pdf"}}, tenant]
+    )
+    assert admit(manifest) == []
+    assert validate_document(manifest).valid
 
 
 def test_weights_message_follows_the_seed_wording() -> None:

@@ -134,6 +134,13 @@ def cmd_worker(args: argparse.Namespace) -> int:
         return UNUSABLE
     configure_logging(settings.log_format)
     load_modules(settings.handlers)
+    try:
+        from fairway.queue.runtime.ticker import declared_schedules
+
+        declared_schedules(settings, registry)
+    except ValueError as exc:
+        print(f"fairway worker: {exc}", file=sys.stderr)
+        return UNUSABLE
     too_small = memory_below_own_size(settings.memory_mib)
     if too_small:
         print(f"fairway worker: {too_small}", file=sys.stderr)

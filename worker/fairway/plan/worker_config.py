@@ -26,6 +26,7 @@ def worker_settings(spec: QueueSupervisorSpec, pool: Pool) -> WorkerSettings:
         health_port=spec.worker.health_port,
         log_format="json",
         cluster=spec.redis.cluster,
+        schedules=list(spec.schedules),  # every pool ticks them: tick.lua keeps one job per tick
     )
     if spec.policy.shared_pool and spec.queue_weights:
         fields["weights"] = {q: w for q, w in spec.effective_weights().items() if q in pool.queues}

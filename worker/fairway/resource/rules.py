@@ -172,6 +172,35 @@ RULES: tuple[SpecRule, ...] = (
         holds=lambda s: s.tenants is None or len({o.tenant for o in s.tenants.overrides}) == len(s.tenants.overrides),
     ),
     SpecRule(
+        key="schedule-names-unique",
+        scope="spec",
+        field="spec.schedules",
+        cel="!has(self.schedules) || self.schedules.all(s, self.schedules.exists_one(t, t.name == s.name))",
+        message="[schedules] names a schedule more than once; give each schedule its own name.",
+        holds=lambda s: len({x.name for x in s.schedules}) == len(s.schedules),
+    ),
+    SpecRule(
+        key="schedule-queue-served",
+        scope="spec",
+        field="spec.schedules",
+        cel=(
+            "!has(self.schedules) || "
+            "self.schedules.all(s, !has(s.queue) || (has(self.queues) && s.queue in self.queues))"
+        ),
+        message="A schedule's [queue] is not in [queues], so no worker of this supervisor would run its jobs; "
+        "add the queue to queues or fix the name.",
+        holds=lambda s: all(x.queue is None or x.queue in s.queues for x in s.schedules),
+    ),
+    SpecRule(
+        key="schedule-tenant-needs-group",
+        scope="spec",
+        field="spec.schedules",
+        cel="!has(self.schedules) || has(self.tenants) || self.schedules.all(s, !has(s.tenant))",
+        message="A schedule names a [tenant] but the supervisor has no [tenants] block; add one or give the "
+        "schedule a queue.",
+        holds=lambda s: s.tenants is not None or all(x.tenant is None for x in s.schedules),
+    ),
+    SpecRule(
         key="redis-one-source",
         scope="spec.redis",
         field="spec.redis",

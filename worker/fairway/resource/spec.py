@@ -24,6 +24,7 @@ from fairway.resource.names import (
     effective_weight,
 )
 from fairway.resource.rules import SpecRuleViolation, spec_violations
+from fairway.resource.schedules import MAX_SCHEDULES, Schedule
 
 API_GROUP = "fairway.dev"
 API_VERSION = "v1alpha1"
@@ -331,6 +332,11 @@ class QueueSupervisorSpec(SpecModel):
         "it; a worker whose own size after start-up is already above it refuses to start.",
     )
     tenants: TenantsSpec | None = None
+    schedules: list[Schedule] = Field(
+        default_factory=list,
+        max_length=MAX_SCHEDULES,
+        description="Periodic jobs: each tick of each schedule is enqueued exactly once (docs/schedules.md).",
+    )
     worker: WorkerSpec = Field(default_factory=WorkerSpec)
 
     @model_validator(mode="after")

@@ -76,6 +76,15 @@ class TenantsStatus(StatusModel):
     worst_p99_wait_ms: float | None = None
 
 
+class ScheduleStatus(StatusModel):
+    name: str = Field(max_length=63)
+    paused: bool = False
+    last_run_time: str | None = Field(default=None, description="RFC 3339 time of the latest tick that got a job.")
+    next_run_times: list[str] = Field(
+        default_factory=list, max_length=3, description="RFC 3339 times of the next ticks (none while paused)."
+    )
+
+
 class QueueSupervisorStatus(StatusModel):
     observed_generation: int | None = None
     conditions: list[Condition] = Field(
@@ -86,4 +95,5 @@ class QueueSupervisorStatus(StatusModel):
     pools: list[PoolStatus] = Field(default_factory=list, max_length=70)
     queues: list[QueueStatus] = Field(default_factory=list, max_length=70)
     tenants: TenantsStatus | None = None
+    schedules: list[ScheduleStatus] = Field(default_factory=list, max_length=50)
     warnings: list[str] = Field(default_factory=list, max_length=100)

@@ -16,11 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from fairway.resource.names import (
     DEFAULT_PREFIX,
+    DEFAULT_TENANT_PREFIX,
     QUEUE_NAME,
     QUEUE_NAME_RULE,
     effective_weight,
     served_name_of_group,
 )
+from fairway.resource.schedules import MAX_SCHEDULES, Schedule
 from fairway.resource.spec import DEFAULT_RETRY_AFTER_S, TenantsSpec, WorkerSpec, spec_default
 
 
@@ -73,6 +75,12 @@ class WorkerSettings(BaseModel):
     )
     paused: list[str] = Field(default_factory=list, description="Queues never served by this worker.")
     tenants: TenantsSpec | None = Field(default=None, description="Serve a tenant group too.")
+    schedules: list[Schedule] = Field(
+        default_factory=list,
+        max_length=MAX_SCHEDULES,
+        description="Periodic jobs this worker ticks (docs/schedules.md); a tenant schedule's jobs go to this "
+        "worker's tenant group (queue prefix `tenant-` when it serves none).",
+    )
     metrics_port: int = Field(
         default=WorkerSpec.model_fields["metrics_port"].default,
         ge=0,
@@ -168,10 +176,18 @@ class WorkerSettings(BaseModel):
             raise ValueError(
                 "queues: serve at least one queue (--queues high,default,low) or tenants (--tenants PREFIX)"
             )
+        names = [s.name for s in self.schedules]
+        if len(set(names)) != len(names):
+            raise ValueError("schedules: a schedule name is used twice; give each schedule its own name")
         unknown = sorted(set(self.weights) - set(self.queues))
         if unknown:
             raise ValueError(f"weights: {unknown} are not served queues; add them to queues")
         return self
+
+    @property
+    def group_prefix(self) -> str:
+        """The queue prefix of the tenant group this worker's tenant schedules write to."""
+        return self.tenants.queue_prefix if self.tenants is not None else DEFAULT_TENANT_PREFIX
 
     def served_names(self) -> list[str]:
         """What this worker serves: its queues, then the tenant group as '@<prefix>'."""
@@ -205,4 +221,7 @@ class WorkerSettings(BaseModel):
 
     def to_config(self) -> dict[str, Any]:
         """The config file's contents (what the operator mounts): never the Redis URL, which holds secrets."""
-        return self.model_dump(mode="json", exclude={"redis_url"}, exclude_none=True)
+        config = self.model_dump(mode="json", exclude={"redis_url"}, exclude_none=True)
+        if not self.schedules:
+            del config["schedules"]  # (most pools have none: their files stay as they were)
+        return config

@@ -221,6 +221,23 @@ def cancel(keys: QueueKeys | TenantGroupKeys, job_id: str, tenant: str | None) -
     return ScriptCall("cancel", [keys.cancel(job_id)], argv)
 
 
+def tick(
+    keys: QueueKeys | TenantGroupKeys,
+    globals_: GlobalKeys | None,
+    schedule: str,
+    tenant: str | None,
+    start: int,
+    jobs: Sequence[tuple[int, bytes]],
+) -> ScriptCall:
+    """A schedule's due ticks and their documents (tick.lua): each tick's job written at most once.
+    `start`: the tick a schedule not seen before starts after; `globals_` on a standalone Redis only."""
+    name = keys.name if isinstance(keys, TenantGroupKeys) else keys.queue
+    argv: list[Any] = [keys.base, name, tenant or "", start]
+    for tick_s, document in jobs:
+        argv += [tick_s, document]
+    return ScriptCall("tick", [keys.schedule(schedule), *_registry(globals_)], argv)
+
+
 def continue_tenant(g: TenantGroupKeys, active: str | None, tenant: str) -> ScriptCall:
     return ScriptCall("continue_tenant", [g.ring, *_active(active)], [g.base, tenant, g.name])
 

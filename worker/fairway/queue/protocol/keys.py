@@ -77,6 +77,11 @@ QUEUE_KEYS: tuple[KeyPart, ...] = (
         "`cancel:<job id>`: exists while a running job is asked to stop (docs/cancel.md); its worker tells "
         "it at the next lease renewal",
     ),
+    KeyPart(
+        "schedule:",
+        "hash",
+        "`schedule:<name>`: a schedule's ticks (docs/schedules.md): `last` handled, `ran` (last with a job), `paused`",
+    ),
 )
 
 TENANT_GROUP_KEYS: tuple[KeyPart, ...] = (
@@ -154,6 +159,11 @@ TENANT_GROUP_KEYS: tuple[KeyPart, ...] = (
     KeyPart(
         "cancel:", "string", "`cancel:<job id>`: exists while a running tenant job is asked to stop (docs/cancel.md)"
     ),
+    KeyPart(
+        "schedule:",
+        "hash",
+        "`schedule:<name>`: a tenant schedule's ticks (docs/schedules.md): `last` handled, `ran`, `paused`",
+    ),
 )
 
 GLOBAL_KEYS: tuple[KeyPart, ...] = (
@@ -164,6 +174,12 @@ GLOBAL_KEYS: tuple[KeyPart, ...] = (
         "served:",
         "set + hash",
         "`served:<digest>:queues` and `:weights`: a worker configuration's served names and weights",
+    ),
+    KeyPart(
+        "schedules",
+        "hash",
+        "schedule name -> its declaration and where its state is (JSON), written by its tickers, read by "
+        "`fairway schedules`",
     ),
 )
 
@@ -218,6 +234,9 @@ class QueueKeys:
 
     def cancel(self, job_id: str) -> str:
         return f"{self.base}cancel:{job_id}"
+
+    def schedule(self, name: str) -> str:
+        return f"{self.base}schedule:{name}"
 
 
 @dataclass(frozen=True)
@@ -281,6 +300,9 @@ class TenantGroupKeys:
     def cancel(self, job_id: str) -> str:
         return f"{self.base}cancel:{job_id}"
 
+    def schedule(self, name: str) -> str:
+        return f"{self.base}schedule:{name}"
+
 
 @dataclass(frozen=True)
 class GlobalKeys:
@@ -293,6 +315,7 @@ class GlobalKeys:
     active = _Part(GLOBAL_KEYS, "active")
     queues = _Part(GLOBAL_KEYS, "queues")
     workers = _Part(GLOBAL_KEYS, "workers")
+    schedules = _Part(GLOBAL_KEYS, "schedules")
 
     def served(self, queues: tuple[str, ...], weights: tuple[int, ...]) -> tuple[str, str]:
         """(set of served names, hash name -> weight or rank) registered by workers of one config."""

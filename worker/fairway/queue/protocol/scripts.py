@@ -56,6 +56,7 @@ NAMES = (
     "demand",
     "job_status",
     "cancel",
+    "tick",
 )
 _INCLUDE = "-- #include "
 

@@ -14,8 +14,12 @@ import traceback
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar, overload
 
+from pydantic import ValidationError
+
 from fairway.queue.protocol.declared import DECLARATION_ATTRIBUTE, Declared, Limits, declare, limits
 from fairway.queue.protocol.job import HANDLER_PATTERN, Job
+from fairway.resource.schedules import DEFAULT_GRACE_S, DEFAULT_TIMEZONE, Missed, Schedule
+from fairway.resource.wording import plain_message
 from fairway.resource.worker_settings import WorkerSettings
 
 Handler = Callable[..., Any]
@@ -32,6 +36,7 @@ class Registry:
         self._declared: dict[str, Declared] = {}
         # handler name -> (the settings, its jobs' limits) for jobs that set neither tries nor timeout
         self._common_limits: dict[str, tuple[WorkerSettings, Limits]] = {}
+        self.schedules: dict[str, Schedule] = {}  # declared by `fairway.schedule(...)` in handler modules
 
     def register(self, name: str, func: Handler, declared: Declared | None = None) -> None:
         if not HANDLER_PATTERN.fullmatch(name):
@@ -91,7 +96,14 @@ class Registry:
         for name, func in self._handlers.items():
             copy._handlers[name] = wrap(name, func)
             copy._declared[name] = self._declared[name]
+        copy.schedules = dict(self.schedules)
         return copy
+
+    def add_schedule(self, declared: Schedule) -> None:
+        existing = self.schedules.get(declared.name)
+        if existing is not None and existing != declared:
+            raise ValueError(f"schedule {declared.name!r} is declared twice, differently; give one another name")
+        self.schedules[declared.name] = declared
 
 
 registry = Registry()
@@ -150,6 +162,45 @@ def job(
         return f
 
     return register(func) if func is not None else register
+
+
+def schedule(
+    name: str,
+    *,
+    handler: str | Handler,
+    cron: str | None = None,
+    every: int | None = None,
+    timezone: str = DEFAULT_TIMEZONE,
+    args: Sequence[Any] = (),
+    kwargs: dict[str, Any] | None = None,
+    queue: str | None = None,
+    tenant: str | None = None,
+    missed: str = Missed.SKIP,
+    grace: int = DEFAULT_GRACE_S,
+    registry: Registry | None = None,
+) -> Schedule:
+    """Declare a periodic job (docs/schedules.md): every worker that imports this module ticks it, and
+    each tick gives one job whatever the number of workers. `handler` is a name or a registered
+    function (its `@fairway.job(queue=)` is the default queue, else `default`). A bad value stops the
+    import (ValueError naming the field)."""
+    if callable(handler):
+        declared = getattr(handler, DECLARATION_ATTRIBUTE, None)
+        if queue is None and tenant is None and declared is not None:
+            queue = declared.queue
+        handler = declared.name if declared is not None else handler.__name__
+    if queue is None and tenant is None:
+        queue = "default"
+    fields = dict(name=name, handler=handler, cron=cron, every=every, timezone=timezone, args=list(args))
+    fields.update(kwargs=dict(kwargs or {}), queue=queue, tenant=tenant, missed=missed, grace=grace)
+    try:
+        made = Schedule.model_validate(fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "schedule"
+        raise ValueError(f"fairway.schedule({name!r}): {where}: {plain_message(first)}") from None
+    target = registry if registry is not None else globals()["registry"]
+    target.add_schedule(made)
+    return made
 
 
 def _path(func: Handler) -> str:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from fairway.queue.access.progress import ProgressBoard
+from fairway.queue.access.schedules import Schedules
 from fairway.queue.runtime.completions import Completions
 from fairway.queue.runtime.fetch import Fetcher, StandaloneFetcher
 from fairway.queue.runtime.handlers import Registry
@@ -26,6 +27,7 @@ from fairway.queue.runtime.settling import Settler
 from fairway.queue.runtime.slots import Slots
 from fairway.queue.runtime.starting import Starter
 from fairway.queue.runtime.stopping import Stopping
+from fairway.queue.runtime.ticker import Ticker, declared_schedules
 from fairway.resource.worker_settings import WorkerSettings
 
 
@@ -48,6 +50,7 @@ class WorkerParts:
     stopping: Stopping
     overlap: Overlap | None  # reserve calls on the wire while jobs run (a pooled worker, standalone Redis)
     health: WorkerHealth  # what the probes read
+    ticker: Ticker  # the schedules' jobs, written when their ticks come
 
     @classmethod
     def build(
@@ -79,6 +82,8 @@ class WorkerParts:
             else None
         )
         health = WorkerHealth(runner, signals, settings.block_for_s, clock)
+        schedules = Schedules(fetcher.client, settings.prefix, settings.group_prefix)
+        ticker = Ticker(schedules, declared_schedules(settings, registry))
         return cls(
             settings,
             fetcher,
@@ -97,4 +102,5 @@ class WorkerParts:
             stopping,
             overlap,
             health,
+            ticker,
         )

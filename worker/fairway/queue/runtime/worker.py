@@ -95,6 +95,7 @@ class Worker:
             log.info("SIGTERM received while starting: taking no jobs")
             p.signals.stopping, p.signals.reason = True, "SIGTERM"
         p.leases.start()
+        p.ticker.start()
         try:
             self._serve()
             self._drain()
@@ -144,7 +145,7 @@ class Worker:
     def _shutdown(self) -> None:
         p = self.parts
         p.completions.account()
-        p.stopping.shutdown((p.leases.stop, p.runner.close, p.memory.close, p.joblog.flush))
+        p.stopping.shutdown((p.ticker.stop, p.leases.stop, p.runner.close, p.memory.close, p.joblog.flush))
         done = p.slots.jobs_done
         log.info("worker stopped after %d job%s (%s)", done, "" if done == 1 else "s", self.exit_reason or "stopped")
 
