@@ -95,8 +95,10 @@ export declare class Client {
   enqueueMany(handler: string, calls: Iterable<Json[]>, options?: ManyOptions): Promise<string[]>;
   /** Split large work at dispatch: one job per `chunkSize` rows, its args `[rows]`. */
   enqueueChunked(handler: string, rows: Json[], options?: ChunkOptions): Promise<string[]>;
-  /** A job's kept result: its handler's return value; rejects with JobFailedError or ResultError. */
+  /** A job's kept result: its handler's return value; rejects with JobFailedError, JobCancelledError or ResultError. */
   result(jobId: string, options?: Where & { timeout?: number }): Promise<Json>;
+  /** Cancel a job where it was enqueued: a waiting one never starts, a running one is told (docs/cancel.md). */
+  cancel(jobId: string, options?: Where): Promise<'cancelled' | 'running' | 'finished' | 'unknown'>;
   close(): Promise<void>;
 }
 
@@ -105,6 +107,10 @@ export declare class JobFailedError extends Error {
   readonly exception: string;
   readonly failure: string;
   readonly attempts?: number;
+}
+
+export declare class JobCancelledError extends Error {
+  readonly jobId: string;
 }
 
 export declare class ResultError extends Error {

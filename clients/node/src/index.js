@@ -50,6 +50,18 @@ export class JobFailedError extends Error {
   }
 }
 
+/** The job was cancelled (docs/cancel.md): it never ran, or it stopped when told. */
+export class JobCancelledError extends Error {
+  constructor(jobId) {
+    super(`job ${jobId} was cancelled`);
+    this.name = 'JobCancelledError';
+    this.jobId = jobId;
+  }
+}
+
+// How long a running job's cancel flag is kept (ms): its worker tells it within seconds (docs/cancel.md).
+const CANCEL_FLAG_MS = 86_400_000;
+
 /** The job finished but its value could not be kept: `code` is RESULT_TOO_LARGE or RESULT_NOT_JSON. */
 export class ResultError extends Error {
   constructor(code, message) {
@@ -60,7 +72,7 @@ export class ResultError extends Error {
 }
 
 const SCRIPTS = Object.fromEntries(
-  ['enqueue', 'enqueue_tenant'].map((name) => [
+  ['enqueue', 'enqueue_tenant', 'cancel'].map((name) => [
     name,
     readFileSync(new URL(`../scripts/${name}.lua`, import.meta.url), 'utf8'),
   ]),
@@ -310,9 +322,7 @@ export class Client {
    */
   async result(jobId, { queue, tenant, timeout = 30 } = {}) {
     check(typeof jobId === 'string' && JOB_ID.test(jobId), 'BAD_ID', `job id ${JSON.stringify(jobId)} is invalid`);
-    const base = tenant !== undefined && tenant !== null
-      ? (checkTenant(tenant), `${this.prefix}:{tenants:${this.tenantPrefix}}:`)
-      : `${this.prefix}:{${checkQueue(queue ?? 'default')}}:`;
+    const base = this.familyOf(queue, tenant);
     const key = `${base}result:${jobId}`;
     const waiter = this.redis.duplicate();
     await waiter.connect();
@@ -329,8 +339,30 @@ export class Client {
     if (raw === null) throw new Error(`job ${jobId}: no result within ${timeout} s (still running or waiting, not kept, or expired)`);
     const entry = JSON.parse(raw);
     if (entry.status === 'failed') throw new JobFailedError(jobId, entry.exception, entry.message, entry.attempts);
+    if (entry.status === 'cancelled') throw new JobCancelledError(jobId);
     if (entry.code) throw new ResultError(entry.code, `job ${jobId}: ${entry.code}: ${entry.message}`);
     return entry.value;
+  }
+
+  /**
+   * Cancel a job where it was enqueued (docs/cancel.md): resolves to `cancelled` (it was waiting or
+   * delayed: it never starts), `running` (its worker tells it within seconds; it ends as cancelled),
+   * `finished` (nothing to cancel) or `unknown` (no such job in that queue or tenant).
+   */
+  async cancel(jobId, { queue, tenant } = {}) {
+    check(typeof jobId === 'string' && JOB_ID.test(jobId), 'BAD_ID', `job id ${JSON.stringify(jobId)} is invalid`);
+    const base = this.familyOf(queue, tenant);
+    const inGroup = tenant !== undefined && tenant !== null;
+    const jobKey = inGroup ? `${tenant}\t${jobId}` : jobId;
+    const waitsIn = inGroup ? `t:${tenant}` : 'ready';
+    const args = [base, jobId, jobKey, waitsIn, inGroup ? `${tenant}\t` : '', String(CANCEL_FLAG_MS)];
+    return String(await this.runScript('cancel', [`${base}cancel:${jobId}`], args));
+  }
+
+  /** The key prefix of a job's family: its queue's, or the tenant group's for a tenant job (both checked). */
+  familyOf(queue, tenant) {
+    if (tenant !== undefined && tenant !== null) return (checkTenant(tenant), `${this.prefix}:{tenants:${this.tenantPrefix}}:`);
+    return `${this.prefix}:{${checkQueue(queue ?? 'default')}}:`;
   }
 
   /** The script's reply per document: a number when it was written, else the id holding its unique key. */

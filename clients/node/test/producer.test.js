@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { createClient } from 'redis';
 
-import { Client, JobError, JobFailedError, LIMITS } from '../src/index.js';
+import { Client, JobCancelledError, JobError, JobFailedError, LIMITS } from '../src/index.js';
 import { Clock, dump, expand, load, mismatches } from './conformance.js';
 
 const run = promisify(execFile);
@@ -212,5 +212,52 @@ describe('results written by a Python worker, read from Node', () => {
       error instanceof JobFailedError && error.exception === 'JobFailed' && error.failure === 'card declined' && error.attempts === 2);
     await assert.rejects(client.result('never-enqueued', { queue: 'math', timeout: 0.2 }), /no result within 0.2 s/);
     await assert.rejects(client.enqueue('multiply', [1, 1], { resultTtl: 0 }), (error) => error.code === 'BAD_RESULT_TTL');
+  });
+});
+
+describe('cancelling from Node (docs/cancel.md)', () => {
+  test('waiting, delayed and tenant jobs never start; finished and unknown jobs are said to be so', async () => {
+    const waiting = await client.enqueue('multiply', [1, 2], { queue: 'math', resultTtl: 60 });
+    const delayed = await client.enqueue('multiply', [3, 4], { queue: 'math', delay: 60 });
+    const tenant = await client.enqueue('multiply', [5, 6], { tenant: 'acme' });
+    const kept = await client.enqueue('multiply', [7, 8], { tenant: 'acme', resultTtl: 60 });
+    assert.equal(await client.cancel(waiting, { queue: 'math' }), 'cancelled');
+    assert.equal(await client.cancel(delayed, { queue: 'math' }), 'cancelled');
+    assert.equal(await client.cancel(tenant, { tenant: 'acme' }), 'cancelled');
+    assert.equal(await client.cancel(waiting, { queue: 'math' }), 'finished', 'its cancelled result is kept');
+    await assert.rejects(client.result(waiting, { queue: 'math', timeout: 1 }), (error) => error instanceof JobCancelledError);
+    assert.equal(await client.cancel('never-enqueued', { queue: 'math' }), 'unknown');
+    await run(FAIRWAY, [
+      'worker', '--redis', REDIS_URL, '--queues', 'math', '--tenants', 'tenant-', '--handlers', 'node_e2e_handlers', '--burst',
+    ], { env: { ...process.env, PYTHONPATH: FIXTURES }, timeout: 60_000 });
+    assert.deepEqual(await client.result(kept, { tenant: 'acme', timeout: 1 }), { product: 56 }, 'the one left ran');
+    assert.equal(await client.cancel(kept, { tenant: 'acme' }), 'finished');
+    assert.equal(await redis.hLen('fairway:{math}:failed'), 0);
+    await assert.rejects(client.cancel('bad id!', { queue: 'math' }), (error) => error.code === 'BAD_ID');
+    await assert.rejects(client.cancel(waiting, { tenant: 'no spaces' }), (error) => error.code === 'BAD_TENANT');
+  });
+
+  test('a running job is told and ends as cancelled, not retried', async () => {
+    const marker = join(mkdtempSync(join(tmpdir(), 'fairway-node-')), 'started');
+    const job = await client.enqueue('until_cancelled', [marker], { tenant: 'acme', maxTries: 3, resultTtl: 60 });
+    const worker = execFile(FAIRWAY, [
+      'worker', '--redis', REDIS_URL, '--tenants', 'tenant-', '--handlers', 'node_e2e_handlers', '--log-format', 'json',
+      '--metrics-port', '0', '--health-port', '0',
+    ], { env: { ...process.env, PYTHONPATH: FIXTURES } });
+    let out = '';
+    worker.stdout.on('data', (chunk) => { out += chunk; });
+    const exited = new Promise((resolve) => worker.on('exit', resolve));
+    try {
+      for (let i = 0; i < 200 && !existsSync(marker); i += 1) await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.ok(existsSync(marker), 'the handler started');
+      assert.equal(await client.cancel(job, { tenant: 'acme' }), 'running');
+      await assert.rejects(client.result(job, { tenant: 'acme', timeout: 20 }), (error) => error instanceof JobCancelledError);
+    } finally {
+      worker.kill('SIGTERM');
+      await exited;
+    }
+    const lines = out.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line))
+      .filter((line) => line.event === 'job.finished');
+    assert.deepEqual(lines.map((line) => [line.outcome, line.attempt]), [['cancelled', 1]]);
   });
 });

@@ -236,6 +236,55 @@ def test_retrying_a_failed_job_from_the_page_runs_it_on_a_real_worker(
     assert redis.Redis.from_url(redis_url).lrange("test:done", 0, -1) == [b"from-the-page"]
 
 
+def test_a_running_and_a_waiting_job_are_cancelled_from_the_jobs_page(
+    redis_url: str, dashboard: str, browser: WebDriver, tmp_path: Path
+) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    from fairway import JobCancelled
+    from support.workers import job_lines, start_worker
+
+    client = Client(redis_url)
+    running = client.enqueue("until_cancelled", "seen-page", tenant="acme", max_tries=3, result_ttl=60)
+    waiting = client.enqueue("noop", queue="later", result_ttl=60)
+    worker = start_worker(redis_url, "--tenants", "tenant-")
+    try:
+        wait_until(lambda: connect(redis_url).lrange("seen-page", 0, -1), 20)
+        browser.get(dashboard + "/jobs")
+        set_token(browser, TOKEN)
+        row = wait(browser).until(lambda b: [r for r in cells(b, "main table tr") if str(running) in r])
+        assert row[0][:4] == ["@tenant-", "acme", str(running), "until_cancelled"], row
+        screenshot(browser, "dashboard-jobs", tmp_path)
+        browser.find_element(By.XPATH, f'//tr[td/code[text()="{running!s}"]]//button').click()
+        assert browser.switch_to.alert.text == f"Cancel job {running!s}?"
+        browser.switch_to.alert.accept()
+        flash = wait(browser, 5).until(lambda b: b.find_element(By.CSS_SELECTOR, ".flash"))
+        said = "running: its worker tells it to stop within seconds; it ends as cancelled"
+        assert flash.text == f"job {running!s}: {said}"
+        with pytest.raises(JobCancelled):
+            running.result(timeout=20)
+    finally:
+        client.cancel(running, tenant="acme")  # (when the page failed: the worker stops at once)
+        worker.terminate()
+        out, _ = worker.communicate(timeout=30)
+    assert [(line["outcome"], line["attempt"]) for line in job_lines(out)] == [("cancelled", 1)]
+
+    # A waiting job, found by its id (no worker serves "later"), then cancelled: it never runs.
+    browser.get(dashboard + "/jobs")
+    browser.find_element(By.NAME, "id").send_keys(str(waiting))
+    Select(browser.find_element(By.NAME, "queue")).select_by_visible_text("later")
+    browser.find_element(By.CSS_SELECTOR, "form.filters button").click()
+    status = wait(browser, 5).until(lambda b: b.find_element(By.CSS_SELECTOR, "td.status"))
+    assert status.text.startswith("not running and no result kept")
+    browser.find_element(By.CSS_SELECTOR, ".bulk button.forget").click()
+    browser.switch_to.alert.accept()
+    flash = wait(browser, 5).until(lambda b: b.find_element(By.CSS_SELECTOR, ".flash"))
+    assert flash.text == f"job {waiting!s}: cancelled (it was waiting or delayed: it will not run)"
+    assert waiting.status() == "cancelled" and connect(redis_url).llen("fairway:{later}:ready") == 0
+    assert "cancelled" in browser.find_element(By.CSS_SELECTOR, "td.status").text, "the page shows it at once"
+    screenshot(browser, "dashboard-job-cancelled", tmp_path)
+
+
 def test_a_write_without_the_token_is_refused_and_changes_nothing(
     redis_url: str, dashboard: str, browser: WebDriver
 ) -> None:

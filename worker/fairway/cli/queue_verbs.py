@@ -301,17 +301,10 @@ def cmd_failed(args: argparse.Namespace) -> int:
     return INVALID if unknown or settled.refused else OK
 
 
-CANCEL_SAYS = {
-    "cancelled": "cancelled (it was waiting or delayed: it will not run)",
-    "running": "running: its worker tells it to stop within seconds; it ends as cancelled",
-    "finished": "already finished: nothing to cancel",
-    "unknown": "no such job waiting, running or finished in {where}",
-}
-
-
 def cmd_cancel(args: argparse.Namespace) -> int:
     """Cancel jobs by id: each said on its own line; exit 1 when any was finished or unknown."""
     from fairway.queue.access.client import Client, check_queue
+    from fairway.queue.access.results import CANCEL_SAYS
     from fairway.queue.protocol.job import JobError, check_job_id, check_tenant_id
 
     try:

@@ -1,5 +1,5 @@
 """`fairway dashboard`: an aiohttp app over a Fairway Redis: overview, tenants, failed jobs, and the
-actions a person takes from them (retry, forget, pause, continue).
+actions a person takes from them (retry, forget, pause, continue, cancel a job).
 
 Safe by default: it binds loopback unless told otherwise; every write needs the token (the
 `X-Fairway-Token` header or a `token` form field), and without one configured, or with --read-only,
@@ -22,14 +22,16 @@ from aiohttp import web
 from fairway.dashboard import views
 from fairway.dashboard.data import Board
 from fairway.queue.access.figures import SORTS
+from fairway.queue.access.results import CANCEL_SAYS
 from fairway.queue.access.tenant_settings import checked_settings
 from fairway.queue.connection import CONNECTION_ERRORS, RedisClient, redacted
-from fairway.queue.protocol.job import JobError
+from fairway.queue.protocol.job import JobError, check_job_id, check_tenant_id
 from fairway.queue.protocol.keys import is_group_name
 from fairway.resource.names import DEFAULT_TENANT_PREFIX
 
 TENANT_ROWS = 200  # tenants listed per page, worst first
 FAILED_ROWS = 200
+RUNNING_ROWS = 200  # the jobs page's "running now": the first this many leases
 TOKEN_HEADER = "X-Fairway-Token"
 
 
@@ -105,6 +107,33 @@ class Dashboard:
         body = views.failed(names, filters, rows, request.query.get("msg"), self.settings.can_act)
         return self.render(request, "Failed jobs", body)
 
+    async def jobs(self, request: web.Request) -> web.Response:
+        names = await self.off_loop(self.board.names)
+        query = request.query
+        found = None
+        if query.get("id"):
+            try:
+                served, job_id, tenant = self.job_of(dict(query), names)
+            except (ValueError, JobError) as exc:
+                return self.refuse(request, str(exc), 400)
+            found = await self.off_loop(self.board.find, served, job_id, tenant)
+        running = await self.off_loop(self.board.running, names, RUNNING_ROWS)
+        body = views.jobs(names, running, found, query.get("msg"), self.settings.can_act)
+        return self.render(request, "Jobs", body)
+
+    @staticmethod
+    def job_of(form: dict[str, str], names: list[str]) -> tuple[str, str, str | None]:
+        """The job a form names: (served name, id, tenant or None), each checked (ValueError says what)."""
+        served, tenant = form.get("queue", ""), form.get("tenant", "").strip() or None
+        if served not in names:
+            raise ValueError(f"no queue or tenant group {served!r} is known")
+        job_id = check_job_id(form.get("id", "").strip())
+        if tenant is not None:
+            check_tenant_id(tenant)
+        if is_group_name(served) != (tenant is not None):
+            raise ValueError("a tenant group's job needs its tenant; a queue's job has none")
+        return served, job_id, tenant
+
     async def failed_job(self, request: web.Request) -> web.Response:
         served, job_id = request.query.get("queue", ""), request.query.get("id", "")
         names = await self.off_loop(self.board.names)
@@ -136,6 +165,11 @@ class Dashboard:
     def perform(self, verb: str, form: dict[str, str]) -> str:
         names = self.board.names()
         queue = form.get("queue", "")
+        if verb == "cancel":
+            family, job_id, tenant = self.job_of(form, names)
+            said = self.board.handle(family, job_id, tenant).cancel()
+            where = f"tenant {tenant} of {family}" if tenant else f"queue {family}"
+            return f"job {job_id}: {CANCEL_SAYS[said].format(where=where)}"
         if verb in ("pause", "continue"):
             if queue not in names:
                 raise ValueError(f"no queue or tenant group {queue!r} is known")
@@ -232,7 +266,8 @@ def make_app(client: RedisClient, settings: Settings) -> web.Application:
     app.router.add_get("/tenants", dashboard.tenants)
     app.router.add_get("/failed", dashboard.failed)
     app.router.add_get("/failed/job", dashboard.failed_job)
-    app.router.add_post("/actions/{verb:retry|forget|pause|continue|tenant-set|tenant-reset}", dashboard.act)
+    app.router.add_get("/jobs", dashboard.jobs)
+    app.router.add_post("/actions/{verb:retry|forget|pause|continue|tenant-set|tenant-reset|cancel}", dashboard.act)
     app.router.add_get("/static/{name}", dashboard.static)
     app.router.add_get("/healthz", dashboard.healthz)
     return app

@@ -7,11 +7,21 @@ page's, which reads them once and sorts and pages in memory.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from fairway.queue.access.admin import Admin
-from fairway.queue.access.figures import TENANT_WINDOW_S, FailedJob, QueueStats, TenantFigures, ranked
+from fairway.queue.access.figures import (
+    TENANT_WINDOW_S,
+    FailedJob,
+    FoundJob,
+    QueueStats,
+    RunningJob,
+    TenantFigures,
+    ranked,
+)
 from fairway.queue.access.inspector import Inspector, Runs
+from fairway.queue.access.results import Handle, Where
 from fairway.queue.access.tenant_settings import TenantSettingsStore
 from fairway.queue.connection import RedisClient
 from fairway.queue.protocol.job import now_ms
@@ -98,3 +108,36 @@ class Board:
         self, served: list[str], handler: str | None, tenant: str | None, limit: int | None
     ) -> list[FailedJob]:
         return self.inspector.failures(served, handler=handler, tenant=tenant, limit=limit)
+
+    def running(self, served: list[str], limit: int) -> list[RunningJob]:
+        """Up to `limit` jobs held by workers now, over `served` (one HSCAN page per name)."""
+        found: list[RunningJob] = []
+        for name in served:
+            keys = family_keys(self.inspector.prefix, name)
+            for field, value in self.client.hscan_iter(keys.leased, count=limit):
+                if len(found) >= limit:
+                    return found
+                found.append(_running(name, field, value))
+        return found
+
+    def find(self, served: str, job_id: str, tenant: str | None) -> FoundJob:
+        return FoundJob(served, job_id, tenant, self.handle(served, job_id, tenant).status())
+
+    def handle(self, served: str, job_id: str, tenant: str | None) -> Handle:
+        """A job by its id where it was enqueued: a queue, or a tenant of a group ('@<prefix>')."""
+        if is_group_name(served) != (tenant is not None):
+            raise ValueError("a tenant job names its group (@prefix) and its tenant; a queue's job names no tenant")
+        return Handle(self.client, job_id, Where(family_keys(self.inspector.prefix, served), tenant))
+
+
+def _running(served: str, field: bytes, value: bytes) -> RunningJob:
+    """A `leased` entry: field `<job id>` (`<tenant>\t<job id>` in a group), value `<tag>\t<document>`."""
+    key = field.decode(errors="replace")
+    tenant, _, job_id = key.rpartition("\t")
+    tag, _, document = value.partition(b"\t")
+    try:
+        handler = str(json.loads(document).get("handler", "?"))
+    except (ValueError, AttributeError):
+        handler = "?"
+    worker = tag.decode(errors="replace").rsplit(":", 1)[0]  # `<worker>:<call>.<n>`
+    return RunningJob(served, job_id, handler, tenant or None, worker)

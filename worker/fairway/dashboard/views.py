@@ -13,9 +13,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import urlencode
 
-from fairway.queue.access.figures import FailedJob, TenantFigures, duration, timestamp
+from fairway.queue.access.figures import FailedJob, FoundJob, RunningJob, TenantFigures, duration, timestamp
 
-NAV = (("/", "Overview"), ("/tenants", "Tenants"), ("/failed", "Failed jobs"))
+NAV = (("/", "Overview"), ("/tenants", "Tenants"), ("/jobs", "Jobs"), ("/failed", "Failed jobs"))
+FINISHED = ("done", "failed", "cancelled")  # a job in one of these has nothing left to cancel
 
 
 def esc(value: object) -> str:
@@ -305,6 +306,55 @@ def failed_job(job: FailedJob | None, served: str, job_id: str, can_act: bool) -
         f'<pre class="payload">{esc(readable(r.get("payload")))}</pre>'
         f'<h3>Traceback</h3><pre class="traceback">{esc(r.get("traceback") or "-")}</pre>'
     )
+
+
+def jobs(
+    names: Sequence[str], running: Sequence[RunningJob], found: FoundJob | None, message: str | None, can_act: bool
+) -> str:
+    """Find a job by id (its status, and a cancel button while it may still run) and the jobs running now."""
+    chosen = found.served if found is not None else ""
+    options = "".join(f"<option{' selected' if n == chosen else ''}>{esc(n)}</option>" for n in names)
+    form = (
+        '<form class="filters" method="get" action="/jobs">'
+        f'<input name="id" value="{esc(found.id if found else "")}" placeholder="job id" required>'
+        f'<select name="queue">{options}</select>'
+        f'<input name="tenant" value="{esc(found.tenant or "" if found else "")}" placeholder="tenant (in a group)">'
+        '<button type="submit">Find</button></form>'
+    )
+    lookup = ""
+    if found is not None:
+        button = ""
+        if can_act and found.status not in FINISHED:
+            fields = {"queue": found.served, "id": found.id, "tenant": found.tenant or ""}
+            button = action("/actions/cancel", "cancel", fields, css="forget", confirm=f"Cancel job {found.id}?")
+        said = {
+            "unknown": "not running and no result kept: waiting (cancel finds it), finished without a kept "
+            "result, or never enqueued here",
+        }.get(found.status, found.status)
+        lookup = (
+            f'<table class="facts"><tr><th>job</th><td><code>{esc(found.id)}</code></td></tr>'
+            f"<tr><th>where</th><td>{esc(found.served)}{' / ' + esc(found.tenant) if found.tenant else ''}</td></tr>"
+            f'<tr><th>status</th><td class="status">{esc(said)}</td></tr></table>'
+            f'<div class="bulk">{button}</div>'
+        )
+    rows = []
+    for job in running:
+        cancel = ""
+        if can_act:
+            fields = {"queue": job.served_name, "id": job.id, "tenant": job.tenant or ""}
+            cancel = action("/actions/cancel", "cancel", fields, css="forget", confirm=f"Cancel job {job.id}?")
+        rows.append(
+            f"<tr><td>{esc(job.served_name)}</td><td>{esc(job.tenant or '-')}</td><td><code>{esc(job.id)}</code></td>"
+            f"<td>{esc(job.handler)}</td><td>{esc(job.worker)}</td><td>{cancel}</td></tr>"
+        )
+    table = (
+        "<table><tr><th>queue</th><th>tenant</th><th>job</th><th>handler</th><th>worker</th><th></th></tr>"
+        + "".join(rows)
+        + "</table>"
+        if rows
+        else '<p class="empty">no job is running</p>'
+    )
+    return f"<h2>Find a job</h2>{flash(message)}{form}{lookup}<h2>Running now</h2>{table}"
 
 
 def readable(payload: object) -> str:

@@ -209,3 +209,24 @@ class FailedJob:
         except (JobError, KeyError, AttributeError):
             handler = "-"
         return cls(served_name, job_id, failed_at_ms, handler, record.get("tenant"), record)
+
+
+@dataclass(frozen=True)
+class RunningJob:
+    """A job some worker holds now (its lease in `leased`)."""
+
+    served_name: str
+    id: str
+    handler: str
+    tenant: str | None
+    worker: str  # the holder's identity, `<pod or host>:<pid>`
+
+
+@dataclass(frozen=True)
+class FoundJob:
+    """A job looked up by id, with the status its handle reads."""
+
+    served: str
+    id: str
+    tenant: str | None
+    status: str

@@ -23,6 +23,13 @@ from fairway.queue.protocol.keys import QueueKeys, TenantGroupKeys
 from fairway.queue.protocol.results import Entry, JobStatus, read_entry
 from fairway.queue.protocol.scripts import Scripts
 
+# What each answer of cancel() means, in the words the CLI and the dashboard print ({where}: the queue or tenant).
+CANCEL_SAYS = {
+    "cancelled": "cancelled (it was waiting or delayed: it will not run)",
+    "running": "running: its worker tells it to stop within seconds; it ends as cancelled",
+    "finished": "already finished: nothing to cancel",
+    "unknown": "no such job waiting, running or finished in {where}",
+}
 WAIT_CHUNK_S = 5.0  # one blocking read's longest wait: under the client's socket timeout (10 s)
 
 

@@ -33,7 +33,8 @@ from fairway.queue.protocol.job import (
 from fairway.queue.protocol.keys import QUEUE_KEYS, TENANT_GROUP_KEYS, lua_prelude
 from fairway.resource.names import MAX_TENANT_ID_LENGTH
 
-PRODUCER_SCRIPTS = ("enqueue", "enqueue_tenant")  # what other languages call: committed complete, in complete/
+# What other languages call: committed complete, in complete/ (cancel.lua: docs/cancel.md).
+PRODUCER_SCRIPTS = ("enqueue", "enqueue_tenant", "cancel")
 NAMES = (
     "enqueue",
     "register",
@@ -105,12 +106,13 @@ def _key_part(match: re.Match[str]) -> str:
 def complete_source(name: str) -> str:
     """A producer script as one self-contained file, as committed in scripts/complete/ (a test keeps
     them equal) and printed by `fairway scripts`: what other languages load with SCRIPT LOAD or EVAL."""
-    return (
+    header = (
         f"-- {name}.lua, complete: generated from fairway/queue/protocol/scripts/ by its scripts.source;\n"
         "-- do not edit (a test keeps it equal). Call it with EVAL/EVALSHA as docs/protocol.md says.\n"
-        + source(name)
-        + "\n"
     )
+    text = source(name)
+    shebang, body = text.split("\n", 1) if text.startswith("#!lua") else ("", text)
+    return (shebang + "\n" if shebang else "") + header + body + "\n"  # (Redis reads flags on line 1 only)
 
 
 _REGISTERED: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
