@@ -24,10 +24,9 @@ from fairway.plan.scaling import PoolSample
 from fairway.queue.access.admin import Admin
 from fairway.queue.access.figures import QueueStats, TenantFigures
 from fairway.queue.access.inspector import Inspector
-from fairway.queue.access.schedules import Schedules
+from fairway.queue.access.schedules import tick_spec
 from fairway.queue.connection import CONNECTION_ERRORS, RedisClient, connect
 from fairway.resource.manifests import ValidationReport, validate_spec
-from fairway.resource.names import DEFAULT_TENANT_PREFIX
 from fairway.resource.schedules import ScheduleView
 from fairway.resource.spec import QueueSupervisorSpec
 from fairway_operator.conditions import BAD_REDIS_URL, REDIS_UNREACHABLE, SECRET_FORBIDDEN, SECRET_UNREADABLE, now_iso
@@ -65,20 +64,6 @@ class RedisReading:
     figures: list[TenantFigures] | None = None
     schedules: list[ScheduleView] | None = None
     trouble: tuple[str, str] | None = None
-
-
-def tick_schedules(client: RedisClient, spec: QueueSupervisorSpec) -> list[ScheduleView]:
-    """The operator is one more ticker of the spec's schedules (tick.lua keeps one job per tick), then
-    reads their runs for the status."""
-    if not spec.schedules:
-        return []
-    group_prefix = spec.tenants.queue_prefix if spec.tenants is not None else DEFAULT_TENANT_PREFIX
-    schedules = Schedules(client, group_prefix=group_prefix)
-    now = time.time()
-    schedules.register(spec.schedules)
-    for schedule in spec.schedules:
-        schedules.tick(schedule, now)
-    return [schedules.view(s, group_prefix, now) for s in spec.schedules]
 
 
 class RedisViews:
@@ -271,7 +256,7 @@ class Reconciler:
             names = served_names(spec)
             stats = inspector.stats(names) if names else []
             figures = inspector.tenant_figures(spec.tenants.queue_prefix) if spec.tenants else None
-            return RedisReading(stats, figures, tick_schedules(client, spec))
+            return RedisReading(stats, figures, tick_spec(client, spec))
         except REDIS_ERRORS as exc:
             return RedisReading(trouble=(REDIS_UNREACHABLE, f"Redis is unreachable: {exc}"))
         except SecretNotGranted as exc:

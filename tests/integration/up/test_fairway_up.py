@@ -219,6 +219,24 @@ def test_up_scales_a_pool_from_zero_at_its_first_job_and_back(redis_url: str, tm
     assert "pool high: 0 -> 1 pod (1 ready" in out and "pool high: 1 -> 0 pods" in out, out
 
 
+def test_up_runs_the_supervisors_schedules_even_with_its_pools_at_zero(redis_url: str, tmp_path: Path) -> None:
+    """`fairway up` ticks the spec's schedules itself (as the operator does): a pool at zero has no
+    worker to tick them; the tick's job wakes the pool, whose worker runs it."""
+    beat = {"name": "beat", "every": 1, "handler": "record", "args": ["beat", 0.0], "queue": "high"}
+    path = manifest(tmp_path, balance="auto", minProcesses=0, maxProcesses=2, balanceCooldown=1, schedules=[beat])
+    up = start_up(path, redis_url, tmp_path, "--quiet")
+    try:
+        r = redis.Redis.from_url(redis_url)
+        assert wait_for(lambda: r.llen("test:done") >= 3, 30), "ticks written by up, run by the woken pool"
+    finally:
+        up.send_signal(signal.SIGTERM)
+        out, _ = up.communicate(timeout=30)
+    assert up.returncode == 0, out
+    logs = "".join(log.read_text() for log in (tmp_path / "logs").glob("*.log"))
+    ticks = sorted({int(tick) for tick in re.findall(r"\bbeat:(\d{9,})", logs)})  # the jobs' ids
+    assert len(ticks) >= 3 and ticks == list(range(ticks[0], ticks[-1] + 1)), ticks
+
+
 def test_up_writes_the_supervisors_tenant_settings_as_the_operator_does(redis_url: str, tmp_path: Path) -> None:
     from fairway.local.up import Up
     from fairway.queue.access.tenant_settings import TenantSettingsStore

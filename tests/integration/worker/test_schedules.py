@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from fairway.queue.access.schedules import Schedules
+from fairway.queue.access.schedules import Schedules, tick_spec
 from fairway.queue.connection import connect
 from fairway.queue.protocol.job import decode
 from fairway.queue.protocol.keys import QueueKeys, TenantGroupKeys
@@ -185,7 +185,6 @@ def test_a_schedule_declared_in_a_handler_module(redis_url: str) -> None:
 
 def test_the_operator_ticks_and_reports_runs_in_the_status(redis_url: str) -> None:
     from fairway.resource.manifests import validate_document
-    from fairway_operator.reconcile import tick_schedules
     from fairway_operator.report import Observations, build_status, parse_status
 
     spec = QueueSupervisorSpec.model_validate(
@@ -196,9 +195,9 @@ def test_the_operator_ticks_and_reports_runs_in_the_status(redis_url: str) -> No
         }
     )
     client = connect(redis_url)
-    tick_schedules(client, spec)
-    wait_until(lambda: tick_schedules(client, spec)[0].ran is not None, 5, interval=0.2)
-    views = tick_schedules(client, spec)
+    tick_spec(client, spec)
+    wait_until(lambda: tick_spec(client, spec)[0].ran is not None, 5, interval=0.2)
+    views = tick_spec(client, spec)
     assert ticks_in(redis_url, "reports") and views[0].ran == ticks_in(redis_url, "reports")[-1]
     manifest = {"apiVersion": "fairway.dev/v1alpha1", "kind": "QueueSupervisor", "metadata": {"name": "x"}}
     report = validate_document({**manifest, "spec": spec.model_dump(by_alias=True, mode="json")})

@@ -32,6 +32,7 @@ from fairway.queue.access.admin import Admin
 from fairway.queue.access.demand import DemandReader
 from fairway.queue.access.figures import QueueStats, duration
 from fairway.queue.access.inspector import Inspector
+from fairway.queue.access.schedules import tick_spec
 from fairway.queue.connection import CONNECTION_ERRORS, connect, redacted
 from fairway.queue.protocol.keys import served_name_of_group
 from fairway.queue.runtime.identity import pod_name
@@ -163,6 +164,7 @@ class Up:
             while not self._stop.is_set():
                 self._supervise()
                 self._balance()
+                self._tick()
                 if not self.quiet:
                     self._render()
                 if until is not None and until():
@@ -224,6 +226,16 @@ class Up:
                 self._say(f"fairway up: {sup.name}: {change.message}")
             for pool in sup.pools:
                 pool.replicas = autoscaler.replicas[pool.pool.name]
+
+    def _tick(self) -> None:
+        """Tick the supervisors' schedules, as the operator's status pass does: a pool scaled to zero
+        has no worker to tick them (tick.lua keeps one job per tick whoever else ticks)."""
+        for sup in self.supervisors:
+            if sup.spec.schedules:
+                try:
+                    tick_spec(sup.inspector.client, sup.spec)
+                except CONNECTION_ERRORS:
+                    continue  # (said by _balance; the workers and the next tick catch up within grace)
 
     def _note_ready(self, sup: LocalSupervisor) -> None:
         """Mark the processes whose worker has beaten (one read, only while some are not up yet)."""

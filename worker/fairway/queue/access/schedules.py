@@ -23,6 +23,7 @@ from fairway.queue.protocol.job import new_job
 from fairway.queue.protocol.keys import DEFAULT_PREFIX, QueueKeys, TenantGroupKeys
 from fairway.resource.names import DEFAULT_TENANT_PREFIX
 from fairway.resource.schedules import Schedule, ScheduleView
+from fairway.resource.spec import QueueSupervisorSpec
 
 TICKS_PER_CALL = 100  # one call's documents: a catch-up of many late ticks goes in several, in order
 
@@ -152,6 +153,20 @@ class Schedules:
 
     def names(self) -> list[str]:
         return sorted(_text(k) for k in self.client.hkeys(self.producer.globals.schedules))
+
+
+def tick_spec(client: RedisClient, spec: QueueSupervisorSpec) -> list[ScheduleView]:
+    """A supervisor's schedules ticked once more (the operator's status pass and `fairway up` are
+    tickers too, so a pool scaled to zero still gets their jobs), then read back for its status."""
+    if not spec.schedules:
+        return []
+    group_prefix = spec.tenants.queue_prefix if spec.tenants is not None else DEFAULT_TENANT_PREFIX
+    schedules = Schedules(client, group_prefix=group_prefix)
+    now = time.time()
+    schedules.register(spec.schedules)
+    for schedule in spec.schedules:
+        schedules.tick(schedule, now)
+    return [schedules.view(s, group_prefix, now) for s in spec.schedules]
 
 
 def _text(value: bytes | str) -> str:
