@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from fairway.queue.access.schedules import Schedules
+from fairway.queue.connection import is_outage
 from fairway.queue.runtime.handlers import Registry
 from fairway.resource.schedules import Schedule
 from fairway.resource.worker_settings import WorkerSettings
@@ -90,6 +91,7 @@ class Ticker:
                 self._failing = False
             except Exception as exc:  # an outage (or a failover): the next round catches up
                 if not self._failing:
-                    log.warning("schedules: cannot reach Redis (%s); retrying every %.0f s", exc, RETRY_S)
+                    what = "cannot reach Redis" if is_outage(exc) or isinstance(exc, OSError) else "a tick failed"
+                    log.warning("schedules: %s (%s: %s); retrying every %.0f s", what, type(exc).__name__, exc, RETRY_S)
                 self._failing = True
                 wake_at = self.clock() + RETRY_S
