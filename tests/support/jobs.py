@@ -240,3 +240,28 @@ async def async_until_cancelled(key: str, seconds: float = 60.0) -> str:
         _redis().rpush(key, "task cancelled")
         raise
     return "finished"
+
+
+@job(name="import_rows")
+def import_rows(rows: list[str]) -> int:
+    """A chunk of an import (enqueue_chunked's args: [rows]): each row noted as done."""
+    if rows:
+        _redis().rpush("test:done", *rows)
+    return len(rows)
+
+
+@job(name="step")
+def step(label: str) -> str:
+    """A chain's step: noted as done, its label its result."""
+    _redis().rpush("test:done", label)
+    return label
+
+
+@job(name="gather")
+def gather(queue: str, *ids: str) -> None:
+    """A chain's last step: reads the results of the steps before (by their ids) from the test's Redis."""
+    import fairway
+
+    client = fairway.Client(os.environ["FAIRWAY_TEST_REDIS"])
+    values = [client.job(job_id, queue=queue).result(timeout=5) for job_id in ids]
+    _redis().rpush("test:done", "gathered:" + ",".join(values))

@@ -285,6 +285,17 @@ def test_a_running_and_a_waiting_job_are_cancelled_from_the_jobs_page(
     screenshot(browser, "dashboard-job-cancelled", tmp_path)
 
 
+def test_the_jobs_page_shows_a_batchs_progress(redis_url: str, dashboard: str, browser: WebDriver) -> None:
+    client = Client(redis_url)
+    with client.batch(tenant="acme") as batch:
+        batch.enqueue_many("noop", [[]] * 3)
+        batch.enqueue("fail")
+    run_in_process(redis_url, tenants={"queue_prefix": "tenant-"}, burst=True)
+    browser.get(dashboard + "/jobs")
+    row = wait(browser).until(lambda b: cells(b, f'tr[data-batch="{batch.id}"]'))
+    assert row[0][1:] == ["@tenant- / acme", "4", "0", "3", "1", "0", "done"], row
+
+
 def test_a_write_without_the_token_is_refused_and_changes_nothing(
     redis_url: str, dashboard: str, browser: WebDriver
 ) -> None:

@@ -19,6 +19,7 @@ from importlib.metadata import entry_points
 
 import fairway
 from fairway.cli import (
+    batch_verb,
     dashboard_verb,
     local_verbs,
     protocol_verbs,
@@ -46,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
         resource_verbs,
         worker_verb,
         queue_verbs,
+        batch_verb,
         schedule_verb,
         tenant_verb,
         protocol_verbs,

@@ -31,7 +31,10 @@ from fairway.resource.names import DEFAULT_TENANT_PREFIX
 
 TENANT_ROWS = 200  # tenants listed per page, worst first
 FAILED_ROWS = 200
-RUNNING_ROWS = 200  # the jobs page's "running now": the first this many leases
+RUNNING_ROWS = 200
+BATCH_ROWS = (
+    50  # the jobs page's batches: the newest this many  # the jobs page's "running now": the first this many leases
+)
 TOKEN_HEADER = "X-Fairway-Token"
 
 
@@ -118,7 +121,8 @@ class Dashboard:
                 return self.refuse(request, str(exc), 400)
             found = await self.off_loop(self.board.find, served, job_id, tenant)
         running = await self.off_loop(self.board.running, names, RUNNING_ROWS)
-        body = views.jobs(names, running, found, query.get("msg"), self.settings.can_act)
+        batches = await self.off_loop(self.board.batches, BATCH_ROWS)
+        body = views.jobs(names, running, found, query.get("msg"), self.settings.can_act, batches)
         return self.render(request, "Jobs", body)
 
     @staticmethod

@@ -11,8 +11,10 @@ import json
 from dataclasses import dataclass
 
 from fairway.queue.access.admin import Admin
+from fairway.queue.access.batches import Batches
 from fairway.queue.access.figures import (
     TENANT_WINDOW_S,
+    BatchStatus,
     FailedJob,
     FoundJob,
     QueueStats,
@@ -21,6 +23,7 @@ from fairway.queue.access.figures import (
     ranked,
 )
 from fairway.queue.access.inspector import Inspector, Runs
+from fairway.queue.access.producer import Producer
 from fairway.queue.access.results import Handle, Where
 from fairway.queue.access.tenant_settings import TenantSettingsStore
 from fairway.queue.connection import RedisClient
@@ -119,6 +122,10 @@ class Board:
                     return found
                 found.append(_running(name, field, value))
         return found
+
+    def batches(self, limit: int) -> list[BatchStatus]:
+        """The newest batches and their progress (docs/batches.md)."""
+        return Batches(Producer(self.client, self.inspector.prefix)).listed(limit)
 
     def find(self, served: str, job_id: str, tenant: str | None) -> FoundJob:
         return FoundJob(served, job_id, tenant, self.handle(served, job_id, tenant).status())

@@ -13,7 +13,15 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import urlencode
 
-from fairway.queue.access.figures import FailedJob, FoundJob, RunningJob, TenantFigures, duration, timestamp
+from fairway.queue.access.figures import (
+    BatchStatus,
+    FailedJob,
+    FoundJob,
+    RunningJob,
+    TenantFigures,
+    duration,
+    timestamp,
+)
 
 NAV = (("/", "Overview"), ("/tenants", "Tenants"), ("/jobs", "Jobs"), ("/failed", "Failed jobs"))
 FINISHED = ("done", "failed", "cancelled")  # a job in one of these has nothing left to cancel
@@ -309,7 +317,12 @@ def failed_job(job: FailedJob | None, served: str, job_id: str, can_act: bool) -
 
 
 def jobs(
-    names: Sequence[str], running: Sequence[RunningJob], found: FoundJob | None, message: str | None, can_act: bool
+    names: Sequence[str],
+    running: Sequence[RunningJob],
+    found: FoundJob | None,
+    message: str | None,
+    can_act: bool,
+    batches: Sequence[BatchStatus] = (),
 ) -> str:
     """Find a job by id (its status, and a cancel button while it may still run) and the jobs running now."""
     chosen = found.served if found is not None else ""
@@ -354,7 +367,26 @@ def jobs(
         if rows
         else '<p class="empty">no job is running</p>'
     )
-    return f"<h2>Find a job</h2>{flash(message)}{form}{lookup}<h2>Running now</h2>{table}"
+    return f"<h2>Find a job</h2>{flash(message)}{form}{lookup}<h2>Running now</h2>{table}{batch_table(batches)}"
+
+
+def batch_table(batches: Sequence[BatchStatus]) -> str:
+    """Batches, newest first: where, counts and state (docs/batches.md)."""
+    if not batches:
+        return '<h2>Batches</h2><p class="empty">no batches</p>'
+    rows = "".join(
+        f'<tr data-batch="{esc(b.id)}"><td><code>{esc(b.id)}</code></td>'
+        f"<td>{esc(b.served_name)}{' / ' + esc(b.tenant) if b.tenant else ''}</td>"
+        f'<td class="num">{b.total}</td><td class="num">{b.pending}</td><td class="num">{b.succeeded}</td>'
+        f'<td class="num{" bad" if b.failed else ""}">{b.failed}</td><td class="num">{b.cancelled}</td>'
+        f"<td>{'done' if b.done else 'running' if b.sealed else 'open'}</td></tr>"
+        for b in batches
+    )
+    head = (
+        "<tr><th>batch</th><th>where</th><th>total</th><th>pending</th><th>succeeded</th><th>failed</th>"
+        "<th>cancelled</th><th>state</th></tr>"
+    )
+    return f"<h2>Batches</h2><table>{head}{rows}</table>"
 
 
 def readable(payload: object) -> str:

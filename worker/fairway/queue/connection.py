@@ -136,5 +136,10 @@ def connect_patiently(
     return None
 
 
+def reply_text(value: bytes | str) -> str:
+    """A reply's bytes as text (clients made with decode_responses give str already)."""
+    return value.decode() if isinstance(value, bytes) else value
+
+
 def is_cluster(client: RedisClient) -> bool:
     return isinstance(client, RedisCluster)

@@ -6,6 +6,9 @@ import difflib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from fairway.queue.access.batches import DEFAULT_BATCH_TTL_S, Batch, Batches, Call
+from fairway.queue.access.chains import Chain, ChainStatus, chain_status
+from fairway.queue.access.figures import BatchStatus
 from fairway.queue.access.producer import Producer
 from fairway.queue.access.progress import ProgressBoard
 from fairway.queue.access.results import Handle, Where
@@ -108,6 +111,14 @@ def handler_and_queue(handler: HandlerRef, queue: str | None, tenant: str | None
             code="BAD_HANDLER",
         )
     return declared.name, queue if queue is not None or tenant is not None else declared.queue
+
+
+class BatchIds(list[str]):
+    """The ids of a batch's jobs, and the batch's id."""
+
+    def __init__(self, ids: list[str], batch_id: str) -> None:
+        super().__init__(ids)
+        self.batch_id = batch_id
 
 
 class Client:
@@ -267,9 +278,13 @@ class Client:
         kwargs: Mapping[str, Any] | None = None,
         queue: str | None = None,
         tenant: str | None = None,
+        on_complete: Call | None = None,
+        on_success: Call | None = None,
         **unknown: Any,
     ) -> list[str]:
         """Split large work at dispatch: one job per `chunk_size` rows (args: [rows]), in one pipeline.
+        With `on_complete`/`on_success` (a `fairway.Call`), the chunks are one batch (docs/batches.md)
+        and the callback runs when the last chunk ends; the ids returned then carry `batch_id`.
 
         One 200,000-row job blocks a worker for the whole import, and per-tenant fairness cannot
         interleave inside a job; many small jobs let every other tenant through between chunks.
@@ -278,7 +293,36 @@ class Client:
         if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
             raise JobError(f"chunk_size {chunk_size!r} must be a whole number, at least 1", code="BAD_CHUNK_SIZE")
         chunks = [[list(rows[start : start + chunk_size])] for start in range(0, len(rows), chunk_size)]
-        return self.enqueue_many(handler, chunks, kwargs=kwargs, queue=queue, tenant=tenant)
+        if on_complete is None and on_success is None:
+            return self.enqueue_many(handler, chunks, kwargs=kwargs, queue=queue, tenant=tenant)
+        name, queue = handler_and_queue(handler, queue, tenant)
+        batch = self.batch(queue=queue, tenant=tenant)
+        ids = batch.enqueue_many(name, chunks, kwargs=kwargs)
+        for kind, call in (("on_complete", on_complete), ("on_success", on_success)):
+            if call is not None:
+                getattr(batch, kind)(call.handler, *call.args, kwargs=call.kwargs)
+        return BatchIds(ids, batch.seal())
+
+    def batch(self, *, queue: str | None = None, tenant: str | None = None, ttl: float = DEFAULT_BATCH_TTL_S) -> Batch:
+        """A new batch for one queue or one tenant (docs/batches.md): add jobs, name callbacks, seal.
+        `ttl`: seconds its figures are kept once it is done."""
+        target = self._queue_for(queue, tenant)
+        return Batch(self.producer, target, tenant, self.tenant_prefix, self.max_payload_bytes, ttl)
+
+    def chain(self, *, queue: str | None = None, tenant: str | None = None, ttl: float = DEFAULT_BATCH_TTL_S) -> Chain:
+        """A new chain for one queue or one tenant (docs/batches.md, "Chains"): steps with `then` and
+        `then_group`, then `start()`. `ttl`: seconds its steps' results and figures are kept."""
+        target = self._queue_for(queue, tenant)
+        return Chain(self.producer, target, tenant, self.tenant_prefix, self.max_payload_bytes, ttl)
+
+    def chain_status(self, chain_id: str) -> ChainStatus | None:
+        """Each step's counts, and the step that stopped the chain (`failed_step`); None once expired."""
+        return chain_status(self.producer, chain_id)
+
+    def batch_status(self, batch_id: str) -> BatchStatus | None:
+        """A batch's counts (total, pending, succeeded, failed, cancelled) and whether it is done; None
+        once it expired (or never was)."""
+        return Batches(self.producer).find(batch_id)
 
     def progress(self, job_id: str, *, queue: str | None = None, tenant: str | None = None) -> dict[str, Any] | None:
         """A job's last progress report ({fraction, message, at (ms), attempt}), or None when it has not

@@ -230,3 +230,22 @@ class FoundJob:
     id: str
     tenant: str | None
     status: str
+
+
+@dataclass(frozen=True)
+class BatchStatus:
+    id: str
+    served_name: str  # its queue, or '@<queuePrefix>' for a tenant's batch
+    tenant: str | None
+    total: int
+    pending: int
+    succeeded: int
+    failed: int
+    cancelled: int
+    sealed: bool
+    opened_at_ms: int | None
+    done_at_ms: int | None
+
+    @property
+    def done(self) -> bool:
+        return self.done_at_ms is not None

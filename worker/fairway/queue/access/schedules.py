@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fairway.queue.access.producer import Producer
-from fairway.queue.connection import RedisClient
+from fairway.queue.connection import RedisClient, reply_text
 from fairway.queue.protocol import calls
 from fairway.queue.protocol.job import new_job
 from fairway.queue.protocol.keys import DEFAULT_PREFIX, QueueKeys, TenantGroupKeys
@@ -131,7 +131,7 @@ class Schedules:
         """One schedule's state in Redis and its next `runs` ticks after `now` (none while paused)."""
         target = Target.of(schedule, self.prefix, group_prefix)
         stored = self.client.hgetall(target.keys.schedule(schedule.name))
-        state = {_text(k): _text(v) for k, v in stored.items()}
+        state = {reply_text(k): reply_text(v) for k, v in stored.items()}
         last = int(state["last"]) if "last" in state else None
         ran = int(state["ran"]) if "ran" in state else None
         paused = state.get("paused") == "1"
@@ -152,7 +152,7 @@ class Schedules:
         return True
 
     def names(self) -> list[str]:
-        return sorted(_text(k) for k in self.client.hkeys(self.producer.globals.schedules))
+        return sorted(reply_text(k) for k in self.client.hkeys(self.producer.globals.schedules))
 
 
 def tick_spec(client: RedisClient, spec: QueueSupervisorSpec) -> list[ScheduleView]:
@@ -167,10 +167,6 @@ def tick_spec(client: RedisClient, spec: QueueSupervisorSpec) -> list[ScheduleVi
     for schedule in spec.schedules:
         schedules.tick(schedule, now)
     return [schedules.view(s, group_prefix, now) for s in spec.schedules]
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
 
 
 def epoch_text(tick: int | None) -> str:

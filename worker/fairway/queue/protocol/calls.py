@@ -95,8 +95,11 @@ class Kept:
         return [self.entry, self.ttl_ms]
 
 
-def _kept(kept: Kept | None) -> list[Any]:
-    return kept.argv() if kept is not None else []
+def _kept(kept: Kept | None, cancelled: bool = False) -> list[Any]:
+    """An ack's optional ARGV: the kept result, then `cancelled` for a job that stopped when told (what
+    its batch counts it as; docs/batches.md)."""
+    argv = kept.argv() if kept is not None else []
+    return [*(argv or ["", ""]), "cancelled"] if cancelled else argv
 
 
 @dataclass(frozen=True)
@@ -110,8 +113,8 @@ class QueueFamily:
     def reserved(self) -> str:
         return self.keys.reserved
 
-    def ack(self, member: bytes, wait_bucket: int, kept: Kept | None = None) -> ScriptCall:
-        return ack(self.keys, member, kept)
+    def ack(self, member: bytes, wait_bucket: int, kept: Kept | None = None, cancelled: bool = False) -> ScriptCall:
+        return ack(self.keys, member, kept, cancelled)
 
     def release(self, member: bytes, delay_ms: int, wait_bucket: int, grace_ms: int | None = None) -> ScriptCall:
         return release(self.keys, self.active, member, delay_ms, grace_ms)
@@ -131,8 +134,8 @@ class GroupFamily:
     def reserved(self) -> str:
         return self.group.keys.reserved
 
-    def ack(self, member: bytes, wait_bucket: int, kept: Kept | None = None) -> ScriptCall:
-        return ack_tenant(self.group.keys, member, wait_bucket, kept)
+    def ack(self, member: bytes, wait_bucket: int, kept: Kept | None = None, cancelled: bool = False) -> ScriptCall:
+        return ack_tenant(self.group.keys, member, wait_bucket, kept, cancelled)
 
     def release(self, member: bytes, delay_ms: int, wait_bucket: int, grace_ms: int | None = None) -> ScriptCall:
         return release_tenant(self.group, self.active, member, delay_ms, wait_bucket, grace_ms)
@@ -238,6 +241,59 @@ def tick(
     return ScriptCall("tick", [keys.schedule(schedule), *_registry(globals_)], argv)
 
 
+def batch_add(
+    keys: QueueKeys | TenantGroupKeys,
+    globals_: GlobalKeys | None,
+    batch_id: str,
+    tenant: str | None,
+    queue: str,
+    open_ttl_ms: int,
+    documents: Sequence[bytes],
+) -> ScriptCall:
+    """Jobs added to a batch (batch.lua), made ready in the same step."""
+    return ScriptCall(
+        "batch",
+        [keys.batch(batch_id), *_registry(globals_)],
+        [*_batch_head("add", keys, tenant, queue), open_ttl_ms, *documents],
+    )
+
+
+def batch_seal(
+    keys: QueueKeys | TenantGroupKeys,
+    batch_id: str,
+    tenant: str | None,
+    queue: str,
+    ttl_ms: int,
+    on_complete: bytes | None,
+    on_success: bytes | None,
+) -> ScriptCall:
+    """A batch sealed with its callbacks (batch.lua): they run once every job has ended."""
+    argv = [*_batch_head("seal", keys, tenant, queue), ttl_ms, on_complete or b"", on_success or b""]
+    return ScriptCall("batch", [keys.batch(batch_id)], argv)
+
+
+def chain(
+    keys: QueueKeys | TenantGroupKeys,
+    globals_: GlobalKeys | None,
+    chain_id: str,
+    tenant: str | None,
+    queue: str,
+    ttl_ms: int,
+    steps: Sequence[Sequence[bytes]],
+) -> ScriptCall:
+    """A chain's steps (chain.lua): each a batch `<chain id>.<n>`; the first step ready now."""
+    name = keys.name if isinstance(keys, TenantGroupKeys) else keys.queue
+    argv: list[Any] = [keys.base, name, tenant or "", queue, ttl_ms, chain_id, len(steps)]
+    for step in steps:
+        argv += [len(step), *step]
+    return ScriptCall("chain", [keys.batch(f"{chain_id}.1"), *_registry(globals_)], argv)
+
+
+def _batch_head(op: str, keys: QueueKeys | TenantGroupKeys, tenant: str | None, queue: str) -> list[Any]:
+    name = keys.name if isinstance(keys, TenantGroupKeys) else keys.queue
+    return [op, keys.base, name, tenant or "", queue]
+
+
 def continue_tenant(g: TenantGroupKeys, active: str | None, tenant: str) -> ScriptCall:
     return ScriptCall("continue_tenant", [g.ring, *_active(active)], [g.base, tenant, g.name])
 
@@ -316,12 +372,14 @@ def reserve_tenant(group: TenantGroup, u: float, retry_after_ms: int, holder: st
 # -- settling ----------------------------------------------------------------------------------------
 
 
-def ack(k: QueueKeys, member: bytes, kept: Kept | None = None) -> ScriptCall:
-    return ScriptCall("ack", [k.reserved, k.attempts, k.leased], [member, *_kept(kept)])
+def ack(k: QueueKeys, member: bytes, kept: Kept | None = None, cancelled: bool = False) -> ScriptCall:
+    return ScriptCall("ack", [k.reserved, k.attempts, k.leased], [member, *_kept(kept, cancelled)])
 
 
-def ack_tenant(g: TenantGroupKeys, member: bytes, wait_bucket: int, kept: Kept | None = None) -> ScriptCall:
-    return ScriptCall("ack_tenant", [g.reserved], [g.base, member, wait_bucket, *_kept(kept)])
+def ack_tenant(
+    g: TenantGroupKeys, member: bytes, wait_bucket: int, kept: Kept | None = None, cancelled: bool = False
+) -> ScriptCall:
+    return ScriptCall("ack_tenant", [g.reserved], [g.base, member, wait_bucket, *_kept(kept, cancelled)])
 
 
 def release(k: QueueKeys, active: str | None, member: bytes, delay_ms: int, grace_ms: int | None = None) -> ScriptCall:

@@ -82,6 +82,12 @@ QUEUE_KEYS: tuple[KeyPart, ...] = (
         "hash",
         "`schedule:<name>`: a schedule's ticks (docs/schedules.md): `last` handled, `ran` (last with a job), `paused`",
     ),
+    KeyPart(
+        "batch:",
+        "hash",
+        "`batch:<batch id>`: a batch's counts (total, pending, succeeded, failed, cancelled), sealed, callbacks, "
+        "done_at (docs/batches.md); kept `ttl` after it is done",
+    ),
 )
 
 TENANT_GROUP_KEYS: tuple[KeyPart, ...] = (
@@ -164,6 +170,11 @@ TENANT_GROUP_KEYS: tuple[KeyPart, ...] = (
         "hash",
         "`schedule:<name>`: a tenant schedule's ticks (docs/schedules.md): `last` handled, `ran`, `paused`",
     ),
+    KeyPart(
+        "batch:",
+        "hash",
+        "`batch:<batch id>`: a tenant batch's counts, sealed, callbacks, done_at (docs/batches.md)",
+    ),
 )
 
 GLOBAL_KEYS: tuple[KeyPart, ...] = (
@@ -180,6 +191,11 @@ GLOBAL_KEYS: tuple[KeyPart, ...] = (
         "hash",
         "schedule name -> its declaration and where its state is (JSON), written by its tickers, read by "
         "`fairway schedules`",
+    ),
+    KeyPart(
+        "batches",
+        "sorted set",
+        "`<served name>\\t<batch id>` -> when it was opened (ms): the batches `fairway batches` lists",
     ),
 )
 
@@ -237,6 +253,9 @@ class QueueKeys:
 
     def schedule(self, name: str) -> str:
         return f"{self.base}schedule:{name}"
+
+    def batch(self, batch_id: str) -> str:
+        return f"{self.base}batch:{batch_id}"
 
 
 @dataclass(frozen=True)
@@ -303,6 +322,9 @@ class TenantGroupKeys:
     def schedule(self, name: str) -> str:
         return f"{self.base}schedule:{name}"
 
+    def batch(self, batch_id: str) -> str:
+        return f"{self.base}batch:{batch_id}"
+
 
 @dataclass(frozen=True)
 class GlobalKeys:
@@ -316,6 +338,7 @@ class GlobalKeys:
     queues = _Part(GLOBAL_KEYS, "queues")
     workers = _Part(GLOBAL_KEYS, "workers")
     schedules = _Part(GLOBAL_KEYS, "schedules")
+    batches = _Part(GLOBAL_KEYS, "batches")
 
     def served(self, queues: tuple[str, ...], weights: tuple[int, ...]) -> tuple[str, str]:
         """(set of served names, hash name -> weight or rank) registered by workers of one config."""

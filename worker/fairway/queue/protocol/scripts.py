@@ -58,6 +58,8 @@ NAMES = (
     "job_status",
     "cancel",
     "tick",
+    "batch",
+    "chain",
 )
 _INCLUDE = "-- #include "
 

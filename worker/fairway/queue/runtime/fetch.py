@@ -134,10 +134,16 @@ class Fetcher(ABC):
 
     # -- settling --------------------------------------------------------------------------------
 
-    def ack(self, reservation: Reservation, wait_bucket: int = NO_WAIT_BUCKET, kept: Kept | None = None) -> bool:
-        """A call of its own (acks usually ride on the next reserve call): at shutdown, on a cluster, and
-        for a job that keeps its result, which is written in the same step."""
-        return bool(self.scripts.run(reservation.settles.ack(reservation.member, wait_bucket, kept)))
+    def ack(
+        self,
+        reservation: Reservation,
+        wait_bucket: int = NO_WAIT_BUCKET,
+        kept: Kept | None = None,
+        cancelled: bool = False,
+    ) -> bool:
+        """A call of its own (acks usually ride on the next reserve call): at shutdown, on a cluster, for
+        a job that keeps its result, which is written in the same step, and for a cancelled job."""
+        return bool(self.scripts.run(reservation.settles.ack(reservation.member, wait_bucket, kept, cancelled)))
 
     def release(self, reservation: Reservation, delay_ms: int, wait_bucket: int = NO_WAIT_BUCKET) -> bool:
         """A failed attempt with tries left goes back, after `delay_ms` (backoff) or at once."""

@@ -31,7 +31,9 @@ HAND_BACK_DELAY_MS = 5_000
 class Settles(Protocol):
     """The Redis calls a settle is made of (the fetcher's)."""
 
-    def ack(self, reservation: Reservation, wait_bucket: int = ..., kept: Kept | None = ...) -> bool: ...
+    def ack(
+        self, reservation: Reservation, wait_bucket: int = ..., kept: Kept | None = ..., cancelled: bool = ...
+    ) -> bool: ...
 
     def release(self, reservation: Reservation, delay_ms: int, wait_bucket: int = ...) -> bool: ...
 
@@ -64,7 +66,8 @@ class Settler:
         limits = self.registry.limits_for(job, self.settings)
         if attempt.outcome is Outcome.CANCELLED:  # done with, not retried; a kept result says cancelled
             kept = None if limits.result_ttl_s is None else Kept(cancelled_entry(now_ms()), ttl_ms(limits.result_ttl_s))
-            self.ledger.later(reservation, functools.partial(self.redis_side.ack, reservation, bucket, kept))
+            ack = functools.partial(self.redis_side.ack, reservation, bucket, kept, cancelled=True)
+            self.ledger.later(reservation, ack)
             return Outcome.CANCELLED
         if attempt.outcome is Outcome.OK:
             if limits.result_ttl_s is None:

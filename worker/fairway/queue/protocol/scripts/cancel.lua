@@ -15,7 +15,7 @@ local list, delayed = base .. ARGV[4], base .. QK.delayed
 
 -- The job is no more: counters and unique key gone (lib.lua), and a result kept when it asked for one.
 local function cancelled(doc)
-  forget_counts(base .. QK.attempts, jk)
+  forget_counts(base .. QK.attempts, jk, 'cancelled')
   local ok, parsed = pcall(cjson.decode, doc)
   if ok and type(parsed) == 'table' and type(parsed.result_ttl) == 'number' and parsed.result_ttl >= 1 then
     keep_result(base, id, cjson.encode({status = 'cancelled', at = now_ms()}), math.floor(parsed.result_ttl * 1000))

@@ -6,7 +6,7 @@
 -- Returns 1, or 0 when the lease had already run out (the record is kept all the same; the job's
 -- counters then belong to whoever holds it now).
 local jk = end_lease(KEYS[1], KEYS[5], ARGV[1])
-if jk then forget_counts(KEYS[2], jk) end
+if jk then forget_counts(KEYS[2], jk, 'failed') end
 store_failure(KEYS[3], KEYS[4], ARGV[2], ARGV[3], now_ms(), tonumber(ARGV[4]))
 keep_result(string.sub(KEYS[1], 1, #KEYS[1] - #QK.reserved), ARGV[2], ARGV[5], ARGV[6])
 return jk and 1 or 0

@@ -14,7 +14,7 @@ local now = now_ms()
 local jk = end_lease(G .. GK.reserved, G .. GK.leased, member)
 if jk then
   leave_flight(G, id)
-  forget_counts(G .. GK.attempts, jk)
+  forget_counts(G .. GK.attempts, jk, 'failed')
 end
 record_failure(group, id, now)
 record_figures(G, id, now, 'f', tonumber(ARGV[11]))

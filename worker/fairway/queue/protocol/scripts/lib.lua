@@ -58,14 +58,65 @@ local HANDED = '\thanded'
 -- A unique job (producer_lib.lua's claim_unique) names its lock in the same hash's `<jk>\tunique`
 -- field; the lock (a string in the family's slot) holds the job's id while the job waits or runs.
 local UNIQUE = '\tunique'
+local BATCH = '\tbatch'
 
--- Forget a job's counters (it is done, or failed for good), and release its unique key when the job
--- still holds it (it may have run out and been claimed by a newer job).
-local function forget_counts(attempts, jk)
-  local lock = redis.call('HGET', attempts, jk .. UNIQUE)
+-- A sealed batch none of whose jobs is pending is done (docs/batches.md): its callbacks are made due
+-- now in the family's `delayed` set (moved to ready by the next maintenance, within a second, with a
+-- wake-up), `on_complete` always and `on_success` when no job failed or was cancelled; exactly once,
+-- since only the call that sets `done_at` gets here; the batch's hash then lives `ttl_ms` more.
+local function finish_batch(base, key)
+  local b = redis.call('HMGET', key, 'sealed', 'done_at', 'failed', 'cancelled', 'on_complete', 'on_success',
+    'ttl_ms', 'member_prefix', 'then', 'next')
+  if b[1] ~= '1' or b[2] then return end
+  local now = now_ms()
+  redis.call('HSET', key, 'done_at', now)
+  local all_succeeded = tonumber(b[3] or '0') + tonumber(b[4] or '0') == 0
+  local due = {}
+  if b[5] then due[#due + 1] = b[5] end
+  if b[6] and all_succeeded then due[#due + 1] = b[6] end
+  -- A chain's next step (its batch `next`, made with the chain): its jobs join that batch and are due now;
+  -- a step that did not all succeed stops the chain there.
+  if b[9] and all_succeeded then
+    for _, doc in ipairs(cjson.decode(b[9])) do
+      redis.call('HSET', base .. QK.attempts, (b[8] or '') .. cjson.decode(doc).id .. BATCH, b[10])
+      due[#due + 1] = doc
+    end
+  elseif b[9] then
+    redis.call('HSET', key, 'stopped', '1')
+  end
+  for i = 1, #due do redis.call('ZADD', base .. QK.delayed, now, (b[8] or '') .. due[i]) end
+  if #due > 0 then
+    if (b[8] or '') == '' then
+      if redis.call('LLEN', base .. QK.notify) <= redis.call('LLEN', base .. QK.ready) then
+        redis.call('RPUSH', base .. QK.notify, '1')
+      end
+    elseif redis.call('LLEN', base .. GK.wake) == 0 then
+      redis.call('RPUSH', base .. GK.wake, '1')
+    end
+  end
+  redis.call('PEXPIRE', key, tonumber(b[7]))
+end
+
+-- A batch's job ended for good (`outcome`: succeeded, failed or cancelled): counted in its batch.
+local function count_in_batch(base, bid, outcome)
+  local key = base .. QK.batch .. bid
+  if redis.call('EXISTS', key) == 0 then return end  -- (an open batch left unsealed expired)
+  redis.call('HINCRBY', key, outcome, 1)
+  if redis.call('HINCRBY', key, 'pending', -1) <= 0 then finish_batch(base, key) end
+end
+
+-- Forget a job's counters (it is done, or failed for good: `outcome` succeeded, failed or cancelled),
+-- release its unique key when the job still holds it (it may have run out and been claimed by a newer
+-- job), and count it in its batch.
+local function forget_counts(attempts, jk, outcome)
+  local held = redis.call('HMGET', attempts, jk .. UNIQUE, jk .. BATCH)
+  local lock, batch = held[1], held[2]
   if lock then
     if redis.call('GET', lock) == string.match(jk, '([^\t]*)$') then redis.call('DEL', lock) end
-    redis.call('HDEL', attempts, jk, jk .. READY, jk .. HANDED, jk .. UNIQUE)
+  end
+  if batch then count_in_batch(string.sub(attempts, 1, #attempts - #QK.attempts), batch, outcome) end
+  if lock or batch then
+    redis.call('HDEL', attempts, jk, jk .. READY, jk .. HANDED, jk .. UNIQUE, jk .. BATCH)
   else
     redis.call('HDEL', attempts, jk, jk .. READY, jk .. HANDED)
   end
@@ -145,12 +196,13 @@ local function expire(reserved, leased, attempts, member, now)
   return jk, held_document(held)
 end
 
--- Acknowledge a plain job: end its lease and drop its counters. 1, or 0 when the lease had already
--- run out (the job may be running again elsewhere).
-local function ack_job(reserved, leased, attempts, member)
+-- Acknowledge a plain job: end its lease and drop its counters (`outcome`: cancelled for a job that
+-- stopped when told; succeeded otherwise). 1, or 0 when the lease had already run out (the job may be
+-- running again elsewhere).
+local function ack_job(reserved, leased, attempts, member, outcome)
   local jk = end_lease(reserved, leased, member)
   if not jk then return 0 end
-  forget_counts(attempts, jk)
+  forget_counts(attempts, jk, outcome or 'succeeded')
   return 1
 end
 
@@ -158,7 +210,7 @@ end
 -- the list `<family base>result:<job id>`, which readers wait on with `BLMOVE key key` (a blocking read
 -- that leaves it there), for `ttl_ms`. Written again by a later run of the same job, never twice.
 local function keep_result(base, job_id, entry, ttl_ms)
-  if not entry then return end
+  if not entry or entry == '' then return end
   local key = base .. QK.result .. job_id
   redis.call('DEL', key)
   redis.call('RPUSH', key, entry)

@@ -242,10 +242,10 @@ local function leave_flight(G, id, limits)
 end
 
 -- Acknowledge a finished tenant job; figures ride in the same call.
-local function ack_tenant(G, member, wait_bucket, limits)
+local function ack_tenant(G, member, wait_bucket, limits, outcome)
   local jk = end_lease(G .. GK.reserved, G .. GK.leased, member)
   if not jk then return 0 end
-  forget_counts(G .. GK.attempts, jk)
+  forget_counts(G .. GK.attempts, jk, outcome or 'succeeded')
   local id = split_member(member)
   leave_flight(G, id, limits)
   record_figures(G, id, now_ms(), 'c', wait_bucket)
