@@ -21,7 +21,7 @@ export declare const LIMITS: Readonly<{
 export type RefusalCode =
   | 'TOO_LARGE' | 'TOO_MANY' | 'NO_DOCUMENTS' | 'BAD_DOCUMENT' | 'BAD_ID' | 'BAD_HANDLER' | 'BAD_QUEUE'
   | 'BAD_TENANT' | 'MISMATCH' | 'BAD_DELAY' | 'BAD_KEYS' | 'TOO_DEEP' | 'BAD_VALUE' | 'BAD_TRIES' | 'BAD_TIMEOUT' | 'BAD_UNIQUE' | 'BAD_RESULT_TTL'
-  | 'BAD_CHUNK_SIZE' | 'BAD_OPTION';
+  | 'BAD_CHUNK_SIZE' | 'BAD_OPTION' | 'BAD_TRACE' | 'BAD_BATCH';
 
 export declare class JobError extends Error {
   readonly code: RefusalCode;
@@ -60,6 +60,9 @@ export interface EnqueueOptions extends Where {
   uniqueFor?: number;
   /** Keep the handler's return value this many seconds after the job settles (1 to 30 days): read it with `result`. */
   resultTtl?: number;
+  /** The W3C traceparent of the span that enqueues it (e.g. from OpenTelemetry's propagation.inject): the
+   * worker's span for each attempt is its child (docs/traces.md). */
+  traceparent?: string;
   /** Your own id (1-256 of A-Z a-z 0-9 _ . : -): enqueue again with it after a timeout so handlers can dedupe. */
   jobId?: string;
   /** Keyword arguments for the handler: any names (`queue`, `timeout` included); never read as options. */

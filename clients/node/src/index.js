@@ -27,9 +27,11 @@ const TENANT_PREFIX = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,31}$/;
 const HANDLER = /^[A-Za-z_][A-Za-z0-9_.:]{0,199}$/;
 const JOB_ID = /^[A-Za-z0-9_.:-]{1,256}$/;
 const PREFIX = /^[A-Za-z0-9_.-]{1,32}$/;
+// W3C Trace Context (docs/traces.md): what OpenTelemetry's propagator writes as `traceparent`.
+const TRACEPARENT = /^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
 // The codes the enqueue scripts refuse a call with (docs/protocol.md, "Refusals"); nothing was written.
 const REFUSALS = new Set(['TOO_LARGE', 'TOO_MANY', 'NO_DOCUMENTS', 'BAD_DOCUMENT', 'BAD_ID', 'BAD_HANDLER', 'BAD_QUEUE',
-  'BAD_TENANT', 'MISMATCH', 'BAD_DELAY', 'BAD_KEYS', 'BAD_UNIQUE']);
+  'BAD_TENANT', 'MISMATCH', 'BAD_DELAY', 'BAD_KEYS', 'BAD_UNIQUE', 'BAD_BATCH']);
 
 /** Bad input: the message names the field and the fix; `code` is the protocol's refusal code. */
 export class JobError extends Error {
@@ -80,7 +82,7 @@ const SCRIPTS = Object.fromEntries(
 
 // The options each call takes; anything else is refused (BAD_OPTION), so a misspelt `delay` never
 // passes silently. The handler's keyword arguments go in `kwargs`, whatever their names.
-const ENQUEUE_OPTIONS = ['queue', 'tenant', 'delay', 'maxTries', 'timeout', 'uniqueKey', 'uniqueFor', 'resultTtl', 'jobId', 'kwargs'];
+const ENQUEUE_OPTIONS = ['queue', 'tenant', 'delay', 'maxTries', 'timeout', 'uniqueKey', 'uniqueFor', 'resultTtl', 'traceparent', 'jobId', 'kwargs'];
 const MANY_OPTIONS = ['queue', 'tenant', 'kwargs'];
 const CHUNK_OPTIONS = ['queue', 'tenant', 'kwargs', 'chunkSize'];
 
@@ -183,7 +185,7 @@ function checkUnique(document, uniqueKey, uniqueFor, handler, args, kwargs) {
  * Build one job document (docs/protocol.md, "The job document"): the same fields, in the same
  * order, as Fairway's Python client writes. Returns the JSON text.
  */
-export function buildDocument({ handler, queue, args = [], kwargs = {}, tenant, maxTries, timeout, uniqueKey, uniqueFor, resultTtl, jobId, delay },
+export function buildDocument({ handler, queue, args = [], kwargs = {}, tenant, maxTries, timeout, uniqueKey, uniqueFor, resultTtl, traceparent, jobId, delay },
   now = Date.now(), limit = LIMITS.documentBytes) {
   check(typeof handler === 'string' && HANDLER.test(handler), 'BAD_HANDLER',
     `handler ${JSON.stringify(handler)} is not a handler name: start with a letter or _, then letters, digits, _ . : (at most 200)`);
@@ -209,6 +211,11 @@ export function buildDocument({ handler, queue, args = [], kwargs = {}, tenant, 
     check(typeof resultTtl === 'number' && Number.isFinite(resultTtl) && resultTtl >= 1 && resultTtl <= LIMITS.resultTtlSeconds,
       'BAD_RESULT_TTL', `resultTtl ${String(resultTtl)} is out of range: give seconds from 1 to ${LIMITS.resultTtlSeconds} (e.g. resultTtl: 3600)`);
     document.result_ttl = resultTtl;
+  }
+  if (traceparent !== undefined && traceparent !== null) {
+    check(typeof traceparent === 'string' && TRACEPARENT.test(traceparent), 'BAD_TRACE',
+      `traceparent ${JSON.stringify(traceparent)} is not a W3C traceparent: 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>, lowercase, ids not all zeros`);
+    document.traceparent = traceparent;
   }
   const ms = delayMs(delay);
   if (ms) document.available_at = now + ms;
@@ -264,10 +271,10 @@ export class Client {
    * @param {string} handler @param {unknown[]} [args] @param {object} [options]
    */
   async enqueue(handler, args = [], options = {}) {
-    const { queue, tenant, delay, maxTries, timeout, uniqueKey, uniqueFor, resultTtl, jobId, kwargs } =
+    const { queue, tenant, delay, maxTries, timeout, uniqueKey, uniqueFor, resultTtl, traceparent, jobId, kwargs } =
       checkOptions('enqueue', options, ENQUEUE_OPTIONS);
     const target = this.queueFor(queue, tenant);
-    const doc = buildDocument({ handler, queue: target, args, kwargs, tenant, maxTries, timeout, uniqueKey, uniqueFor, resultTtl, jobId, delay },
+    const doc = buildDocument({ handler, queue: target, args, kwargs, tenant, maxTries, timeout, uniqueKey, uniqueFor, resultTtl, traceparent, jobId, delay },
       Date.now(), this.maxPayloadBytes);
     const ms = delayMs(delay);
     let reply;

@@ -47,7 +47,7 @@ async function callNodeClient(call) {
   if (op === 'enqueue') {
     return [await client.enqueue(spec.handler, spec.args ?? [], {
       ...where, delay: spec.delay, maxTries: spec.max_tries, timeout: spec.timeout, uniqueKey: spec.unique_key,
-      uniqueFor: spec.unique_for, jobId: spec.job_id, kwargs: spec.kwargs,
+      uniqueFor: spec.unique_for, traceparent: spec.traceparent, jobId: spec.job_id, kwargs: spec.kwargs,
     })];
   }
   if (op === 'enqueue_many') return client.enqueueMany(spec.handler, spec.calls, spec.kwargs ? { ...where, kwargs: spec.kwargs } : where);

@@ -26,7 +26,10 @@ def call_python_client(client: Client, call: dict[str, Any] | list[dict[str, Any
     spec = conformance.expand(spec)
     where = {"queue": spec.get("queue"), "tenant": spec.get("tenant")}
     if op == "enqueue":
-        options = {name: spec.get(name) for name in ("delay", "max_tries", "timeout", "unique_key", "unique_for")}
+        options = {
+            name: spec.get(name)
+            for name in ("delay", "max_tries", "timeout", "unique_key", "unique_for", "traceparent")
+        }
         job_id = client.enqueue(
             spec["handler"],
             *spec.get("args", []),

@@ -18,6 +18,7 @@ from typing import Any
 
 from fairway.queue.access.figures import BatchStatus
 from fairway.queue.access.producer import Producer, refusals_as_job_errors
+from fairway.queue.access.tracecontext import current_traceparent
 from fairway.queue.connection import reply_text
 from fairway.queue.protocol import calls
 from fairway.queue.protocol.job import MAX_DOCUMENTS_PER_CALL, JobError, check_job_id, new_job
@@ -72,7 +73,11 @@ class Batch:
     ) -> list[str]:
         """One job per argument tuple, written with the batch's bookkeeping in one call per 1,000."""
         self._check_open()
-        jobs = [new_job(handler, self.queue, list(a), dict(kwargs or {}), tenant=self.tenant) for a in calls_]
+        trace = current_traceparent()
+        jobs = [
+            new_job(handler, self.queue, list(a), dict(kwargs or {}), tenant=self.tenant, traceparent=trace)
+            for a in calls_
+        ]
         if self.total + len(jobs) > MAX_BATCH_JOBS:
             raise JobError(
                 f"a batch holds at most {MAX_BATCH_JOBS:,} jobs; this one would hold {self.total + len(jobs):,}: "

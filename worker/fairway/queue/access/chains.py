@@ -18,6 +18,7 @@ from typing import Any
 from fairway.queue.access.batches import DEFAULT_BATCH_TTL_S, Batches
 from fairway.queue.access.figures import BatchStatus
 from fairway.queue.access.producer import Producer, refusals_as_job_errors
+from fairway.queue.access.tracecontext import current_traceparent
 from fairway.queue.protocol import calls
 from fairway.queue.protocol.job import MAX_DOCUMENTS_PER_CALL, JobError, check_job_id, new_job
 from fairway.queue.protocol.keys import QueueKeys, TenantGroupKeys
@@ -74,8 +75,17 @@ class Chain:
         """A step of many jobs (one per argument tuple), run together; the next step waits for all."""
         if self.started:
             raise JobError(f"chain {self.id} has started: add its steps before start()", code="BAD_BATCH")
+        trace = current_traceparent()
         jobs = [
-            new_job(handler, self.queue, list(a), dict(kwargs or {}), tenant=self.tenant, result_ttl=self.ttl_s)
+            new_job(
+                handler,
+                self.queue,
+                list(a),
+                dict(kwargs or {}),
+                tenant=self.tenant,
+                result_ttl=self.ttl_s,
+                traceparent=trace,
+            )
             for a in calls_
         ]
         if not jobs:

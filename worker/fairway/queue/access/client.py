@@ -13,6 +13,7 @@ from fairway.queue.access.producer import Producer
 from fairway.queue.access.progress import ProgressBoard
 from fairway.queue.access.results import Handle, Where
 from fairway.queue.access.tenant_settings import TenantSettingsStore, TenantView, checked_settings
+from fairway.queue.access.tracecontext import current_traceparent
 from fairway.queue.connection import RedisClient, connect, redis_url_from_env
 from fairway.queue.protocol.declared import Declared, declared_by
 from fairway.queue.protocol.job import (
@@ -164,6 +165,7 @@ class Client:
         unique_key: str | None = None,
         unique_for: float | None = None,
         result_ttl: float | None = None,
+        traceparent: str | None = None,
         job_id: str | None = None,
         **unknown: Any,
     ) -> Enqueued:
@@ -196,6 +198,7 @@ class Client:
             unique_key=unique_key,
             unique_for=unique_for,
             result_ttl=result_ttl,
+            traceparent=traceparent or current_traceparent(),
             job_id=job_id,
         )
         payload, delay_ms = job.encode(self.max_payload_bytes), check_delay_ms(delay)
@@ -261,7 +264,8 @@ class Client:
         handler, queue = handler_and_queue(handler, queue, tenant)
         target = self._queue_for(queue, tenant)
         shared = check_kwargs(kwargs)
-        jobs = [new_job(handler, target, list(call), shared, tenant=tenant) for call in calls]
+        trace = current_traceparent()
+        jobs = [new_job(handler, target, list(call), shared, tenant=tenant, traceparent=trace) for call in calls]
         payloads = [job.encode(self.max_payload_bytes) for job in jobs]
         if payloads and tenant is not None:
             self.producer.enqueue_tenant(self.tenant_prefix, tenant, payloads)

@@ -72,6 +72,12 @@ REFUSALS: dict[str, tuple[str, str]] = {
         f"unique_key is not 1-{MAX_UNIQUE_KEY_BYTES} bytes without control characters, unique_for is not ms "
         f"to {MAX_UNIQUE_FOR_S:,} s, or unique_for comes without unique_key in a document",
     ),
+    "BAD_TRACE": ("producers", "traceparent is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>, ids not zero)"),
+    "BAD_BATCH": (
+        "producers, batch and chain scripts",
+        "a batch or chain with no jobs, sealed or started twice, added to after sealing, a unique job in it, or over "
+        "its size",
+    ),
 }
 
 
@@ -111,6 +117,7 @@ class Job:
     unique_key: str | None = None  # while a job with this key waits or runs, an enqueue returns its id instead
     unique_for: float | None = None  # seconds the unique key is held at most (None: until the job settles)
     result_ttl: float | None = None  # seconds its result is kept after it settles (None: its handler's, else none)
+    traceparent: str | None = None  # the producer's trace context (W3C), the parent of each attempt's span
 
     def encode(self, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
         document: dict[str, Any] = {
@@ -274,6 +281,28 @@ def check_unique_for(seconds: float) -> float:
     return float(seconds)
 
 
+# W3C Trace Context's header, and the document's field of the same name (docs/traces.md).
+TRACE_HEADER = "traceparent"
+# W3C Trace Context's traceparent, version 00, with a trace id and a span id that are not all zeros.
+TRACEPARENT = re.compile(r"00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}")
+
+
+def check_traceparent(value: str) -> str:
+    """A producer's trace context (docs/traces.md): a W3C traceparent, or the enqueue is refused."""
+    if not isinstance(value, str) or not TRACEPARENT.fullmatch(value):
+        raise JobError(
+            f"traceparent {value!r} is not a W3C traceparent: 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>, "
+            "lowercase, ids not all zeros (what OpenTelemetry's propagator writes)",
+            code="BAD_TRACE",
+        )
+    return value
+
+
+def read_traceparent(value: Any) -> str | None:
+    """A document's trace context: a malformed one is dropped (the job runs, untraced), never a failure."""
+    return value if isinstance(value, str) and TRACEPARENT.fullmatch(value) else None
+
+
 def check_result_ttl(seconds: float) -> float:
     """How long a job's result is kept: from 1 s to MAX_RESULT_TTL_S."""
     if (
@@ -342,6 +371,14 @@ JOB_OPTIONS: tuple[JobOption, ...] = (
         check_result_ttl,
         float,
         "keep the handler's return value this many seconds after the job settles (docs/results.md)",
+    ),
+    JobOption(
+        TRACE_HEADER,
+        check_traceparent,
+        read_traceparent,
+        str,
+        "the W3C traceparent of the span that enqueued it (docs/traces.md; by default the current OpenTelemetry "
+        "span's, when the otel extra is installed)",
     ),
 )
 OPTION_NAMES = tuple(o.name for o in JOB_OPTIONS)

@@ -21,6 +21,8 @@ from fairway.queue.protocol.job import Job, now_ms
 from fairway.queue.runtime.execution import Attempt, run_handler
 from fairway.queue.runtime.lifecycle import Watchdog
 from fairway.queue.runtime.pool import Completion, JobPool, Running
+from fairway.queue.runtime.tracing import INSTALLED as TRACING
+from fairway.queue.runtime.tracing import traced
 
 log = logging.getLogger("fairway.worker")
 
@@ -82,6 +84,8 @@ class Runner:
         """In this thread: run it now and return what came of it. With a pool: hand it over (None);
         `collect` returns it when it is done."""
         job = started.job
+        if TRACING:
+            func = traced(func, job, context)
         if self.pool is not None:
             running = Running(
                 started.seq,

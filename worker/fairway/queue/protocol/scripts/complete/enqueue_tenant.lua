@@ -69,7 +69,7 @@ local BATCH = '\tbatch'
 -- since only the call that sets `done_at` gets here; the batch's hash then lives `ttl_ms` more.
 local function finish_batch(base, key)
   local b = redis.call('HMGET', key, 'sealed', 'done_at', 'failed', 'cancelled', 'on_complete', 'on_success',
-    'ttl_ms', 'member_prefix')
+    'ttl_ms', 'member_prefix', 'then', 'next')
   if b[1] ~= '1' or b[2] then return end
   local now = now_ms()
   redis.call('HSET', key, 'done_at', now)
@@ -77,6 +77,16 @@ local function finish_batch(base, key)
   local due = {}
   if b[5] then due[#due + 1] = b[5] end
   if b[6] and all_succeeded then due[#due + 1] = b[6] end
+  -- A chain's next step (its batch `next`, made with the chain): its jobs join that batch and are due now;
+  -- a step that did not all succeed stops the chain there.
+  if b[9] and all_succeeded then
+    for _, doc in ipairs(cjson.decode(b[9])) do
+      redis.call('HSET', base .. 'attempts', (b[8] or '') .. cjson.decode(doc).id .. BATCH, b[10])
+      due[#due + 1] = doc
+    end
+  elseif b[9] then
+    redis.call('HSET', key, 'stopped', '1')
+  end
   for i = 1, #due do redis.call('ZADD', base .. 'delayed', now, (b[8] or '') .. due[i]) end
   if #due > 0 then
     if (b[8] or '') == '' then
