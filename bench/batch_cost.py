@@ -70,8 +70,8 @@ try:
     worker.run()
     rate = JOBS / (time.perf_counter() - started)
     evalsha = r.info("commandstats").get("cmdstat_evalsha", {})
+    done = client.batch_status(batch.id).done if mode == "batch" else None  # (before the baseline empties Redis)
     lua = throughput.baseline_lua(server.url, JOBS)
-    done = client.batch_status(batch.id).done if mode == "batch" else None
     print(json.dumps({"rate": rate, "lua": lua, "ratio": rate / lua, "redis_us_per_job": evalsha.get("usec", 0) / JOBS,
                       "batch_done": done}))
 finally:
