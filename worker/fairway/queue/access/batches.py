@@ -21,12 +21,13 @@ from fairway.queue.access.producer import Producer, refusals_as_job_errors
 from fairway.queue.access.tracecontext import current_traceparent
 from fairway.queue.connection import reply_text
 from fairway.queue.protocol import calls
-from fairway.queue.protocol.job import MAX_DOCUMENTS_PER_CALL, JobError, check_job_id, new_job
+from fairway.queue.protocol.job import MAX_DOCUMENTS_PER_CALL, Job, JobError, check_job_id, new_job
 from fairway.queue.protocol.keys import QueueKeys, TenantGroupKeys
 
 MAX_BATCH_JOBS = 100_000  # jobs one batch may hold (its hash stays a few counters whatever the size)
 DEFAULT_BATCH_TTL_S = 86_400  # a finished batch's figures are kept this long
-OPEN_BATCH_TTL_S = 86_400  # a batch never sealed (its producer died) is forgotten after this long
+OPEN_BATCH_TTL_S = 86_400
+MAX_TTL_S = 30 * 86_400  # a batch never sealed (its producer died) is forgotten after this long
 
 
 @dataclass(frozen=True)
@@ -38,27 +39,53 @@ class Call:
     kwargs: Mapping[str, Any] | None = None
 
 
+@dataclass(frozen=True)
+class Destination:
+    """Where a batch's or a chain's jobs go: one queue, or one tenant's queue in its group (one slot,
+    so every script that counts them is atomic on a cluster too)."""
+
+    producer: Producer
+    queue: str  # the documents' queue (a tenant's: `<queuePrefix><tenant>`)
+    tenant: str | None
+    keys: QueueKeys | TenantGroupKeys
+    max_payload_bytes: int
+    ttl_s: float  # how long a finished batch's figures (and a chain's results) are kept
+
+    @classmethod
+    def of(
+        cls, producer: Producer, queue: str, tenant: str | None, group_prefix: str, max_payload_bytes: int, ttl_s: float
+    ) -> Destination:
+        if isinstance(ttl_s, bool) or not isinstance(ttl_s, int | float) or not 1 <= ttl_s <= MAX_TTL_S:
+            raise JobError(f"ttl {ttl_s!r} must be seconds from 1 to {MAX_TTL_S}", code="BAD_BATCH")
+        keys = (
+            TenantGroupKeys(producer.prefix, group_prefix) if tenant is not None else QueueKeys(producer.prefix, queue)
+        )
+        return cls(producer, queue, tenant, keys, max_payload_bytes, ttl_s)
+
+    @property
+    def served_name(self) -> str:
+        return self.keys.name if isinstance(self.keys, TenantGroupKeys) else self.queue
+
+    def jobs(
+        self, handler: str, calls_: Iterable[Sequence[Any]], kwargs: Mapping[str, Any] | None, **options: Any
+    ) -> list[Job]:
+        """One job per argument tuple, carrying the current trace context."""
+        trace = current_traceparent()
+        return [
+            new_job(handler, self.queue, list(a), dict(kwargs or {}), tenant=self.tenant, traceparent=trace, **options)
+            for a in calls_
+        ]
+
+
 class Batch:
     """Add jobs with `enqueue`/`enqueue_many`, name callbacks with `on_complete`/`on_success`, then
     `seal()` (or leave the `with` block): the callbacks run once every job has ended."""
 
-    def __init__(
-        self,
-        producer: Producer,
-        queue: str,
-        tenant: str | None,
-        group_prefix: str,
-        max_payload_bytes: int,
-        ttl_s: float = DEFAULT_BATCH_TTL_S,
-    ) -> None:
+    def __init__(self, to: Destination) -> None:
         self.id = uuid.uuid4().hex
-        self.producer, self.queue, self.tenant, self.max_payload_bytes = producer, queue, tenant, max_payload_bytes
-        self.keys: QueueKeys | TenantGroupKeys = (
-            TenantGroupKeys(producer.prefix, group_prefix) if tenant is not None else QueueKeys(producer.prefix, queue)
-        )
-        if isinstance(ttl_s, bool) or not isinstance(ttl_s, int | float) or not 1 <= ttl_s <= 30 * 86_400:
-            raise JobError(f"ttl {ttl_s!r} must be seconds from 1 to {30 * 86_400}", code="BAD_BATCH")
-        self.ttl_ms = int(ttl_s * 1000)
+        self.to = to
+        self.producer, self.queue, self.tenant, self.keys = to.producer, to.queue, to.tenant, to.keys
+        self.ttl_ms = int(to.ttl_s * 1000)
         self.total = 0
         self.sealed = False
         self._callbacks: dict[str, bytes] = {}
@@ -73,18 +100,14 @@ class Batch:
     ) -> list[str]:
         """One job per argument tuple, written with the batch's bookkeeping in one call per 1,000."""
         self._check_open()
-        trace = current_traceparent()
-        jobs = [
-            new_job(handler, self.queue, list(a), dict(kwargs or {}), tenant=self.tenant, traceparent=trace)
-            for a in calls_
-        ]
+        jobs = self.to.jobs(handler, calls_, kwargs)
         if self.total + len(jobs) > MAX_BATCH_JOBS:
             raise JobError(
                 f"a batch holds at most {MAX_BATCH_JOBS:,} jobs; this one would hold {self.total + len(jobs):,}: "
                 "split the work into several batches",
                 code="BAD_BATCH",
             )
-        payloads = [job.encode(self.max_payload_bytes) for job in jobs]
+        payloads = [job.encode(self.to.max_payload_bytes) for job in jobs]
         self._register()
         standalone = None if self.producer.cluster else self.producer.globals
         open_ms = OPEN_BATCH_TTL_S * 1000
@@ -105,8 +128,8 @@ class Batch:
 
     def _callback(self, kind: str, call: Call) -> Batch:
         self._check_open()
-        job = new_job(call.handler, self.queue, list(call.args), dict(call.kwargs or {}), tenant=self.tenant)
-        self._callbacks[kind] = job.encode(self.max_payload_bytes)
+        (job,) = self.to.jobs(call.handler, [call.args], call.kwargs)
+        self._callbacks[kind] = job.encode(self.to.max_payload_bytes)
         return self
 
     def seal(self) -> str:
@@ -135,8 +158,7 @@ class Batch:
     def _register(self) -> None:
         """Listed for `fairway batches` (a separate write: on a cluster the list lives in another slot)."""
         if not self._registered:
-            served = self.keys.name if isinstance(self.keys, TenantGroupKeys) else self.queue
-            Batches(self.producer).remember(served, self.tenant, self.id)
+            Batches(self.producer).remember(self.to.served_name, self.tenant, self.id)
             self._registered = True
 
     def __enter__(self) -> Batch:

@@ -15,13 +15,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fairway.queue.access.batches import DEFAULT_BATCH_TTL_S, Batches
+from fairway.queue.access.batches import Batches, Destination
 from fairway.queue.access.figures import BatchStatus
 from fairway.queue.access.producer import Producer, refusals_as_job_errors
-from fairway.queue.access.tracecontext import current_traceparent
 from fairway.queue.protocol import calls
-from fairway.queue.protocol.job import MAX_DOCUMENTS_PER_CALL, JobError, check_job_id, new_job
-from fairway.queue.protocol.keys import QueueKeys, TenantGroupKeys
+from fairway.queue.protocol.job import MAX_DOCUMENTS_PER_CALL, JobError, check_job_id
 
 
 @dataclass(frozen=True)
@@ -44,23 +42,10 @@ class Chain:
     """`then(handler, *args)` adds a step of one job, `then_group(handler, calls)` a step of many; `start()`
     writes them all at once. Each returns its job ids, known before the chain starts."""
 
-    def __init__(
-        self,
-        producer: Producer,
-        queue: str,
-        tenant: str | None,
-        group_prefix: str,
-        max_payload_bytes: int,
-        ttl_s: float = DEFAULT_BATCH_TTL_S,
-    ) -> None:
+    def __init__(self, to: Destination) -> None:
         self.id = uuid.uuid4().hex
-        self.producer, self.queue, self.tenant, self.max_payload_bytes = producer, queue, tenant, max_payload_bytes
-        self.keys: QueueKeys | TenantGroupKeys = (
-            TenantGroupKeys(producer.prefix, group_prefix) if tenant is not None else QueueKeys(producer.prefix, queue)
-        )
-        if isinstance(ttl_s, bool) or not isinstance(ttl_s, int | float) or not 1 <= ttl_s <= 30 * 86_400:
-            raise JobError(f"ttl {ttl_s!r} must be seconds from 1 to {30 * 86_400}", code="BAD_BATCH")
-        self.ttl_s = ttl_s
+        self.to = to
+        self.producer, self.queue, self.tenant, self.keys = to.producer, to.queue, to.tenant, to.keys
         self.steps: list[list[bytes]] = []
         self.started = False
 
@@ -75,19 +60,7 @@ class Chain:
         """A step of many jobs (one per argument tuple), run together; the next step waits for all."""
         if self.started:
             raise JobError(f"chain {self.id} has started: add its steps before start()", code="BAD_BATCH")
-        trace = current_traceparent()
-        jobs = [
-            new_job(
-                handler,
-                self.queue,
-                list(a),
-                dict(kwargs or {}),
-                tenant=self.tenant,
-                result_ttl=self.ttl_s,
-                traceparent=trace,
-            )
-            for a in calls_
-        ]
+        jobs = self.to.jobs(handler, calls_, kwargs, result_ttl=self.to.ttl_s)
         if not jobs:
             raise JobError("a chain step needs at least one job", code="BAD_BATCH")
         if sum(map(len, self.steps)) + len(jobs) + len(self.steps) + 1 > MAX_DOCUMENTS_PER_CALL - 8:
@@ -95,7 +68,7 @@ class Chain:
                 f"a chain holds at most about {MAX_DOCUMENTS_PER_CALL:,} jobs in all: run a large step as a batch",
                 code="BAD_BATCH",
             )
-        self.steps.append([job.encode(self.max_payload_bytes) for job in jobs])
+        self.steps.append([job.encode(self.to.max_payload_bytes) for job in jobs])
         return [job.id for job in jobs]
 
     def start(self) -> str:
@@ -105,13 +78,12 @@ class Chain:
         if not self.steps:
             raise JobError("a chain needs at least one step: add steps with then(), then start()", code="BAD_BATCH")
         standalone = None if self.producer.cluster else self.producer.globals
-        ttl_ms = int(self.ttl_s * 1000)
+        ttl_ms = int(self.to.ttl_s * 1000)
         call = calls.chain(self.keys, standalone, self.id, self.tenant, self.queue, ttl_ms, self.steps)
-        served = self.keys.name if isinstance(self.keys, TenantGroupKeys) else self.queue
         with refusals_as_job_errors():
             self.producer.scripts.run(call)
         self.started = True
-        Batches(self.producer).remember(served, self.tenant, f"{self.id}.1")
+        Batches(self.producer).remember(self.to.served_name, self.tenant, f"{self.id}.1")
         return self.id
 
 

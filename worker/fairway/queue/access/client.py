@@ -6,7 +6,7 @@ import difflib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from fairway.queue.access.batches import DEFAULT_BATCH_TTL_S, Batch, Batches, Call
+from fairway.queue.access.batches import DEFAULT_BATCH_TTL_S, Batch, Batches, Call, Destination
 from fairway.queue.access.chains import Chain, ChainStatus, chain_status
 from fairway.queue.access.figures import BatchStatus
 from fairway.queue.access.producer import Producer
@@ -310,14 +310,16 @@ class Client:
     def batch(self, *, queue: str | None = None, tenant: str | None = None, ttl: float = DEFAULT_BATCH_TTL_S) -> Batch:
         """A new batch for one queue or one tenant (docs/batches.md): add jobs, name callbacks, seal.
         `ttl`: seconds its figures are kept once it is done."""
-        target = self._queue_for(queue, tenant)
-        return Batch(self.producer, target, tenant, self.tenant_prefix, self.max_payload_bytes, ttl)
+        return Batch(self._destination(queue, tenant, ttl))
 
     def chain(self, *, queue: str | None = None, tenant: str | None = None, ttl: float = DEFAULT_BATCH_TTL_S) -> Chain:
         """A new chain for one queue or one tenant (docs/batches.md, "Chains"): steps with `then` and
         `then_group`, then `start()`. `ttl`: seconds its steps' results and figures are kept."""
+        return Chain(self._destination(queue, tenant, ttl))
+
+    def _destination(self, queue: str | None, tenant: str | None, ttl: float) -> Destination:
         target = self._queue_for(queue, tenant)
-        return Chain(self.producer, target, tenant, self.tenant_prefix, self.max_payload_bytes, ttl)
+        return Destination.of(self.producer, target, tenant, self.tenant_prefix, self.max_payload_bytes, ttl)
 
     def chain_status(self, chain_id: str) -> ChainStatus | None:
         """Each step's counts, and the step that stopped the chain (`failed_step`); None once expired."""
