@@ -80,9 +80,10 @@ def running(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def test_a_supervisor_comes_up_runs_jobs_and_shows_its_state(installed: RealCluster) -> None:
     node = installed
-    beat = {"name": "beat", "every": 1, "handler": "noop", "queue": "e2e-basic"}
-    node.kubectl("apply", "-f", "-", input=supervisor("basic", queues=["e2e-basic"], maxProcesses=2, timeout=60,
-                                                      schedules=[beat]))  # fmt: skip
+    # A schedule of its own queue, so the later cases' counts of e2e-basic's jobs stay theirs alone.
+    beat = {"name": "beat", "every": 1, "handler": "noop", "queue": "e2e-beat"}
+    spec = {"queues": ["e2e-basic", "e2e-beat"], "maxProcesses": 2, "timeout": 60, "schedules": [beat]}
+    node.kubectl("apply", "-f", "-", input=supervisor("basic", **spec))
     eventually("basic Ready", lambda: node.condition("basic", "Ready") == "True", 120)
     assert running(pods_of(node, "basic")), "its worker pods run"
     fairway(node, "enqueue", "--queue", "e2e-basic", "--count", "20", "noop")

@@ -265,3 +265,11 @@ def gather(queue: str, *ids: str) -> None:
     client = fairway.Client(os.environ["FAIRWAY_TEST_REDIS"])
     values = [client.job(job_id, queue=queue).result(timeout=5) for job_id in ids]
     _redis().rpush("test:done", "gathered:" + ",".join(values))
+
+
+@job(name="import_chunk")
+def import_chunk(rows: list[object], seconds: float = 0.0) -> int:
+    """A chunk of an import that takes `seconds` (bench/batch_fairness.py): its rows are not looked at."""
+    if seconds:
+        time.sleep(seconds)
+    return len(rows)
