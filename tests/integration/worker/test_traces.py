@@ -197,3 +197,37 @@ def test_spans_reach_an_otlp_collector_over_http_on_loopback(redis_url: str, spa
     assert span.trace_id.hex() == f"{ids.trace_id:032x}" and span.parent_span_id.hex() == f"{ids.span_id:016x}"
     attributes = {a.key: a.value.string_value or a.value.int_value for a in span.attributes}
     assert attributes["messaging.message.id"] == str(job) and attributes["messaging.system"] == "fairway"
+
+
+def test_a_cancelled_attempt_says_so_on_its_span(
+    redis_url: str, spans: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    import support.jobs  # (until_cancelled, which notes in the test's Redis that it started)
+
+    monkeypatch.setenv("FAIRWAY_TEST_REDIS", redis_url)
+    monkeypatch.setattr(support.jobs, "_client", None)
+
+    client = Client(redis_url)
+    job = client.enqueue("until_cancelled", "seen-traced", queue="stop", result_ttl=60)
+    notes = connect(redis_url)
+
+    def cancel_once_started() -> None:
+        for _ in range(200):
+            if notes.lrange("seen-traced", 0, -1):
+                client.cancel(job, queue="stop")
+                return
+            threading.Event().wait(0.05)
+
+    canceller = threading.Thread(target=cancel_once_started)
+    canceller.start()
+    lines = run_in_process(redis_url, queues=["stop"], burst=True, retry_after_s=0.6)
+    canceller.join()
+    assert [line["outcome"] for line in lines] == ["cancelled"]
+    (span,) = consumer_spans(spans)
+    assert span.attributes["fairway.cancelled"] is True and [e.name for e in span.events][-1] in (
+        "cancelled",
+        "exception",
+    )
+    assert "cancelled" in [e.name for e in span.events]
